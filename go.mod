@@ -1,0 +1,3 @@
+module github.com/gompix/gompix
+
+go 1.26
