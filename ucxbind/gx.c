@@ -1,0 +1,258 @@
+#include "gx.h"
+#include <poll.h>
+#include <string.h>
+#include <errno.h>
+
+static void gx_req_init(void *request) {
+    memset(request, 0, sizeof(gx_req));
+}
+
+int gx_context_create(int wakeup, uint64_t est_eps, ucp_context_h *out) {
+    ucp_config_t *cfg;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
+    if (st != UCS_OK) return st;
+    ucp_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                   UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    p.features = UCP_FEATURE_TAG | (wakeup ? UCP_FEATURE_WAKEUP : 0);
+    p.request_size = sizeof(gx_req);
+    p.request_init = gx_req_init;
+    p.mt_workers_shared = 0;
+    if (est_eps > 0) {
+        p.field_mask |= UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+        p.estimated_num_eps = est_eps;
+    }
+    st = ucp_init(&p, cfg, out);
+    ucp_config_release(cfg);
+    return st;
+}
+
+uint64_t gx_context_memory_types(ucp_context_h ctx) {
+    ucp_context_attr_t a;
+    memset(&a, 0, sizeof(a));
+    a.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(ctx, &a) != UCS_OK) return 0;
+    return a.memory_types;
+}
+
+int gx_worker_create(ucp_context_h ctx, int wakeup, ucp_worker_h *out) {
+    ucp_worker_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    p.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    if (wakeup) {
+        p.field_mask |= UCP_WORKER_PARAM_FIELD_EVENTS;
+        p.events = UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV | UCP_WAKEUP_TX | UCP_WAKEUP_RX;
+    }
+    return ucp_worker_create(ctx, &p, out);
+}
+
+int gx_worker_address(ucp_worker_h w, void **addr, size_t *len) {
+    ucp_address_t *a;
+    ucs_status_t st = ucp_worker_get_address(w, &a, len);
+    if (st != UCS_OK) return st;
+    *addr = a;
+    return UCS_OK;
+}
+
+int gx_ep_create(ucp_worker_h w, const void *addr, ucp_ep_h *out) {
+    ucp_ep_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    p.address = (const ucp_address_t *)addr;
+    p.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    return ucp_ep_create(w, &p, out);
+}
+
+static ucs_status_t gx_wait_ptr(ucp_worker_h w, ucs_status_ptr_t sp) {
+    if (sp == NULL) return UCS_OK;
+    if (UCS_PTR_IS_ERR(sp)) return UCS_PTR_STATUS(sp);
+    ucs_status_t st;
+    do {
+        ucp_worker_progress(w);
+        st = ucp_request_check_status(sp);
+    } while (st == UCS_INPROGRESS);
+    ucp_request_free(sp);
+    return st;
+}
+
+int gx_ep_close(ucp_worker_h w, ucp_ep_h ep, int force) {
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    return gx_wait_ptr(w, ucp_ep_close_nbx(ep, &p));
+}
+
+int gx_worker_flush(ucp_worker_h w) {
+    ucp_request_param_t p;
+    memset(&p, 0, sizeof(p));
+    return gx_wait_ptr(w, ucp_worker_flush_nbx(w, &p));
+}
+
+static void gx_send_cb(void *request, ucs_status_t status, void *user) {
+    gx_req *r = (gx_req *)request;
+    (void)user;
+    r->status = status;
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static void gx_recv_cb(void *request, ucs_status_t status,
+                       const ucp_tag_recv_info_t *info, void *user) {
+    gx_req *r = (gx_req *)request;
+    (void)user;
+    r->status = status;
+    /* A probed receive already holds the real tag and length; a truncated
+     * completion may report only what fitted, so keep what we know. */
+    if (info != NULL && (status == UCS_OK || r->length == 0)) {
+        r->tag = info->sender_tag;
+        r->length = info->length;
+    }
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static void gx_fill(ucs_status_ptr_t sp, gx_result *res) {
+    if (sp == NULL) {
+        res->req = NULL;
+        res->status = UCS_OK;
+    } else if (UCS_PTR_IS_ERR(sp)) {
+        res->req = NULL;
+        res->status = UCS_PTR_STATUS(sp);
+    } else {
+        res->req = (gx_req *)sp;
+        res->status = UCS_INPROGRESS;
+    }
+}
+
+static void gx_set_memtype(ucp_request_param_t *p, int memtype) {
+    if (memtype >= 0) {
+        p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p->memory_type = (ucs_memory_type_t)memtype;
+    }
+}
+
+void gx_tag_send(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag,
+                 int sync, int memtype, gx_result *res) {
+    ucp_request_param_t p;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    p.cb.send = gx_send_cb;
+    gx_set_memtype(&p, memtype);
+    ucs_status_ptr_t sp = sync ? ucp_tag_send_sync_nbx(ep, buf, len, tag, &p)
+                               : ucp_tag_send_nbx(ep, buf, len, tag, &p);
+    gx_fill(sp, res);
+}
+
+void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
+                 uint64_t mask, int memtype, gx_result *res) {
+    /* Match an already-arrived message first: its length is then known even
+     * when the receive truncates (UCP reports no length for a receive that
+     * fails immediately), and MPI's status must carry the real size. No
+     * progress happens between the probe and the post (the caller holds the
+     * worker), so nothing can arrive in between. */
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h m = ucp_tag_probe_nb(w, tag, mask, 1, &info);
+    if (m != NULL) {
+        gx_tag_msg_recv(w, buf, len, m, memtype, res);
+        res->tag = info.sender_tag;
+        res->length = info.length;
+        if (res->req != NULL) {
+            res->req->tag = info.sender_tag;
+            res->req->length = info.length;
+        }
+        return;
+    }
+    ucp_request_param_t p;
+    memset(&info, 0, sizeof(info));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.cb.recv = gx_recv_cb;
+    p.recv_info.tag_info = &info;
+    gx_set_memtype(&p, memtype);
+    ucs_status_ptr_t sp = ucp_tag_recv_nbx(w, buf, len, tag, mask, &p);
+    gx_fill(sp, res);
+    if (res->req == NULL) {
+        res->tag = info.sender_tag;
+        res->length = info.length;
+    }
+}
+
+void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
+                     int memtype, gx_result *res) {
+    ucp_tag_recv_info_t info;
+    ucp_request_param_t p;
+    memset(&info, 0, sizeof(info));
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.cb.recv = gx_recv_cb;
+    p.recv_info.tag_info = &info;
+    gx_set_memtype(&p, memtype);
+    ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(w, buf, len, (ucp_tag_message_h)msg, &p);
+    gx_fill(sp, res);
+    if (res->req == NULL) {
+        res->tag = info.sender_tag;
+        res->length = info.length;
+    }
+}
+
+void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,
+                  gx_probe *out) {
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h m = ucp_tag_probe_nb(w, tag, mask, remove, &info);
+    if (m == NULL) {
+        out->found = 0;
+        out->msg = NULL;
+        return;
+    }
+    out->found = 1;
+    out->tag = info.sender_tag;
+    out->length = info.length;
+    out->msg = remove ? (void *)m : NULL;
+}
+
+unsigned gx_progress_until(ucp_worker_h w, volatile int32_t *flag, int spins) {
+    unsigned n = 0;
+    for (int i = 0; i < spins; i++) {
+        if (flag != NULL && __atomic_load_n(flag, __ATOMIC_ACQUIRE)) break;
+        n += ucp_worker_progress(w);
+    }
+    return n;
+}
+
+unsigned gx_progress_any(ucp_worker_h w, gx_req **reqs, int n, int spins) {
+    unsigned ev = 0;
+    for (int i = 0; i < spins; i++) {
+        for (int j = 0; j < n; j++) {
+            if (reqs[j] == NULL || __atomic_load_n(&reqs[j]->done, __ATOMIC_ACQUIRE))
+                return ev;
+        }
+        ev += ucp_worker_progress(w);
+    }
+    return ev;
+}
+
+void gx_req_release(gx_req *r) {
+    r->done = 0;
+    r->status = 0;
+    r->tag = 0;
+    r->length = 0;
+    ucp_request_free(r);
+}
+
+void gx_req_cancel(ucp_worker_h w, gx_req *r) {
+    ucp_request_cancel(w, r);
+}
+
+int gx_worker_efd(ucp_worker_h w, int *fd) {
+    return ucp_worker_get_efd(w, fd);
+}
+
+int gx_wait_fd(ucp_worker_h w, int efd, int timeout_ms) {
+    ucs_status_t st = ucp_worker_arm(w);
+    if (st == UCS_ERR_BUSY) return 0;
+    if (st != UCS_OK) return -1;
+    struct pollfd pfd = {.fd = efd, .events = POLLIN};
+    int rc;
+    do {
+        rc = poll(&pfd, 1, timeout_ms);
+    } while (rc < 0 && errno == EINTR);
+    return rc < 0 ? -1 : 1;
+}

@@ -1,0 +1,70 @@
+/* gx.h: the C half of package ucxbind. Small wrappers around UCP that keep
+ * every per-operation detail (callbacks, request memory, parameter structs) on
+ * the C side, so Go makes one cgo call per operation and reads completion from
+ * request memory instead of being called back. */
+#ifndef GOMPIX_UCXBIND_GX_H
+#define GOMPIX_UCXBIND_GX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ucp/api/ucp.h>
+
+/* gx_req is the user area UCP reserves in front of (at) every request it
+ * returns (ucp_params.request_size). Callbacks fill it; Go reads it. */
+typedef struct gx_req {
+    volatile int32_t done;   /* 1 once the callback ran */
+    int32_t          status; /* ucs_status_t of the completion */
+    uint64_t         tag;    /* sender tag (receives) */
+    uint64_t         length; /* received length (receives) */
+} gx_req;
+
+/* gx_result is what an operation hands back to Go: either an in-flight
+ * request (req != NULL) or an immediate completion described by the other
+ * fields. */
+typedef struct gx_result {
+    gx_req  *req;
+    int32_t  status;
+    uint64_t tag;
+    uint64_t length;
+} gx_result;
+
+typedef struct gx_probe {
+    int32_t  found;
+    uint64_t tag;
+    uint64_t length;
+    void    *msg; /* message handle when probed with remove */
+} gx_probe;
+
+int  gx_context_create(int wakeup, uint64_t est_eps, ucp_context_h *out);
+uint64_t gx_context_memory_types(ucp_context_h ctx);
+int  gx_worker_create(ucp_context_h ctx, int wakeup, ucp_worker_h *out);
+int  gx_worker_address(ucp_worker_h w, void **addr, size_t *len);
+int  gx_ep_create(ucp_worker_h w, const void *addr, ucp_ep_h *out);
+int  gx_ep_close(ucp_worker_h w, ucp_ep_h ep, int force);
+int  gx_worker_flush(ucp_worker_h w);
+
+void gx_tag_send(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag,
+                 int sync, int memtype, gx_result *res);
+void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
+                 uint64_t mask, int memtype, gx_result *res);
+void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
+                     int memtype, gx_result *res);
+void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,
+                  gx_probe *out);
+
+/* gx_progress_until progresses the worker until *flag != 0 or spins calls
+ * have been made; returns the number of events handled. flag may be NULL. */
+unsigned gx_progress_until(ucp_worker_h w, volatile int32_t *flag, int spins);
+/* gx_progress_until_any: the same for a list of requests: stops when any is
+ * done. */
+unsigned gx_progress_any(ucp_worker_h w, gx_req **reqs, int n, int spins);
+void gx_req_release(gx_req *r);
+void gx_req_cancel(ucp_worker_h w, gx_req *r);
+
+/* gx_wait_fd arms the worker and, if nothing is pending, sleeps in poll(2)
+ * on its event fd for at most timeout_ms. Returns 1 if it slept, 0 if events
+ * were pending (arm returned BUSY), <0 on error. */
+int gx_wait_fd(ucp_worker_h w, int efd, int timeout_ms);
+int gx_worker_efd(ucp_worker_h w, int *fd);
+
+#endif

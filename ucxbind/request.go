@@ -1,0 +1,133 @@
+package ucxbind
+
+/*
+#include "gx.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// Request is one tagged operation. A request that completed at once holds
+// its result; one in flight points at UCP request memory that a C callback
+// fills. The zero Request is a completed no-op.
+type Request struct {
+	r      *C.gx_req
+	status Status
+	tag    uint64
+	length uint64
+}
+
+// Done reports whether the operation has completed (successfully or not).
+// It reads request memory only; call Worker.Progress to move things along.
+func (r *Request) Done() bool {
+	return r.r == nil || r.r.done != 0
+}
+
+// Result returns the completion status, and for receives the sender's tag
+// and the received length. Meaningful once Done is true.
+func (r *Request) Result() (Status, uint64, uint64) {
+	if r.r != nil {
+		return Status(r.r.status), uint64(r.r.tag), uint64(r.r.length)
+	}
+	return r.status, r.tag, r.length
+}
+
+// Err returns the completion status as an error, nil on success.
+func (r *Request) Err(op string) error {
+	st, _, _ := r.Result()
+	return statusErr(op, C.int(st))
+}
+
+// Release returns the request's memory to UCP and freezes its result in r.
+// Releasing an in-flight request is allowed: it is parked and returned to
+// UCP once its callback has run.
+func (w *Worker) Release(r *Request) {
+	if r.r == nil {
+		return
+	}
+	if r.r.done != 0 {
+		r.status, r.tag, r.length = Status(r.r.status), uint64(r.r.tag), uint64(r.r.length)
+		C.gx_req_release(r.r)
+	} else {
+		r.status = StatusInProgress
+		w.zombies = append(w.zombies, r.r)
+	}
+	r.r = nil
+}
+
+// Cancel asks UCP to cancel an in-flight request; it completes with
+// StatusCanceled if the cancellation won. Sends are generally not
+// cancellable once started.
+func (w *Worker) Cancel(r *Request) {
+	if r.r != nil && r.r.done == 0 {
+		C.gx_req_cancel(w.h, r.r)
+	}
+}
+
+func newRequest(res *C.gx_result) (Request, error) {
+	if res.req != nil {
+		return Request{r: res.req}, nil
+	}
+	st := Status(res.status)
+	if st != StatusOK && st != StatusTruncated {
+		return Request{}, &Error{Op: "tag operation", Status: st}
+	}
+	return Request{status: st, tag: uint64(res.tag), length: uint64(res.length)}, nil
+}
+
+// Send posts a tagged send of n bytes at p to ep. sync asks for a
+// synchronous send (completes once the receiver has matched it). hint is a
+// memory-type hint (HintDetect, HintHost, HintCUDA).
+func (w *Worker) Send(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, sync bool, hint int) (Request, error) {
+	var res C.gx_result
+	s := 0
+	if sync {
+		s = 1
+	}
+	C.gx_tag_send(ep.h, p, C.size_t(n), C.uint64_t(tag), C.int(s), C.int(hint), &res)
+	return newRequest(&res)
+}
+
+// Recv posts a tagged receive into n bytes at p, matching messages whose
+// tag equals tag in the bits set in mask.
+func (w *Worker) Recv(p unsafe.Pointer, n int, tag, mask uint64, hint int) (Request, error) {
+	var res C.gx_result
+	C.gx_tag_recv(w.h, p, C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), &res)
+	return newRequest(&res)
+}
+
+// Message is a probed and removed (matched) message awaiting RecvMessage.
+type Message struct {
+	m unsafe.Pointer
+}
+
+// ProbeInfo describes a message found by Probe.
+type ProbeInfo struct {
+	Tag    uint64
+	Length int
+}
+
+// Probe looks for an unexpected message matching tag/mask without
+// progressing the worker. With remove set, the message is matched and
+// must be received with RecvMessage.
+func (w *Worker) Probe(tag, mask uint64, remove bool) (ProbeInfo, Message, bool) {
+	var out C.gx_probe
+	rm := 0
+	if remove {
+		rm = 1
+	}
+	C.gx_tag_probe(w.h, C.uint64_t(tag), C.uint64_t(mask), C.int(rm), &out)
+	if out.found == 0 {
+		return ProbeInfo{}, Message{}, false
+	}
+	return ProbeInfo{Tag: uint64(out.tag), Length: int(out.length)}, Message{m: out.msg}, true
+}
+
+// RecvMessage receives a message previously matched by Probe(remove=true).
+func (w *Worker) RecvMessage(m Message, p unsafe.Pointer, n int, hint int) (Request, error) {
+	var res C.gx_result
+	C.gx_tag_msg_recv(w.h, p, C.size_t(n), m.m, C.int(hint), &res)
+	return newRequest(&res)
+}

@@ -1,0 +1,163 @@
+package ucxbind
+
+/*
+#include <stdlib.h>
+#include "gx.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+)
+
+// Worker is a UCP worker (ucp_worker_h) in SERIALIZED thread mode: its
+// methods must not run concurrently (the caller holds a lock).
+type Worker struct {
+	ctx    *Context
+	h      C.ucp_worker_h
+	efd    C.int
+	hasEfd bool
+	// zombies are requests released by their owner before completion; they
+	// go back to UCP once their callback has run (see reap).
+	zombies []*C.gx_req
+}
+
+// NewWorker creates a worker on ctx.
+func (c *Context) NewWorker() (*Worker, error) {
+	w := &Worker{ctx: c}
+	wake := 0
+	if c.wakeup {
+		wake = 1
+	}
+	if st := C.gx_worker_create(c.h, C.int(wake), &w.h); st != 0 {
+		return nil, statusErr("ucp_worker_create", st)
+	}
+	if c.wakeup {
+		if st := C.gx_worker_efd(w.h, &w.efd); st != 0 {
+			C.ucp_worker_destroy(w.h)
+			return nil, statusErr("ucp_worker_get_efd", st)
+		}
+		w.hasEfd = true
+	}
+	return w, nil
+}
+
+// Address returns the worker's address, to be published to peers.
+func (w *Worker) Address() ([]byte, error) {
+	var p unsafe.Pointer
+	var n C.size_t
+	if st := C.gx_worker_address(w.h, &p, &n); st != 0 {
+		return nil, statusErr("ucp_worker_get_address", st)
+	}
+	b := C.GoBytes(p, C.int(n))
+	C.ucp_worker_release_address(w.h, (*C.ucp_address_t)(p))
+	return b, nil
+}
+
+// Progress calls ucp_worker_progress up to spins times in one cgo call and
+// returns the number of events handled.
+func (w *Worker) Progress(spins int) int {
+	n := int(C.gx_progress_until(w.h, nil, C.int(spins)))
+	if len(w.zombies) > 0 {
+		w.reap()
+	}
+	return n
+}
+
+// ProgressUntil progresses the worker until r completes or spins calls
+// have been made.
+func (w *Worker) ProgressUntil(r *Request, spins int) int {
+	var flag *C.int32_t
+	if r.r != nil {
+		flag = &r.r.done
+	} else {
+		return 0
+	}
+	n := int(C.gx_progress_until(w.h, flag, C.int(spins)))
+	if len(w.zombies) > 0 {
+		w.reap()
+	}
+	return n
+}
+
+// Flush waits (progressing) until every operation issued on the worker is
+// complete at the transport level.
+func (w *Worker) Flush() error {
+	return statusErr("ucp_worker_flush", C.gx_worker_flush(w.h))
+}
+
+// Sleep arms the worker's event fd and, when no event is pending, blocks in
+// poll(2) for at most timeoutMs. It reports whether it slept. Without the
+// wake-up feature it returns at once.
+func (w *Worker) Sleep(timeoutMs int) (bool, error) {
+	if !w.hasEfd {
+		return false, nil
+	}
+	rc := C.gx_wait_fd(w.h, w.efd, C.int(timeoutMs))
+	if rc < 0 {
+		return false, &Error{Op: "ucp_worker_arm/poll", Status: -1}
+	}
+	return rc == 1, nil
+}
+
+// Close destroys the worker. Endpoints must be closed first.
+func (w *Worker) Close() {
+	if w.h == nil {
+		return
+	}
+	for len(w.zombies) > 0 {
+		C.gx_progress_until(w.h, nil, 100)
+		w.reap()
+	}
+	C.ucp_worker_destroy(w.h)
+	w.h = nil
+}
+
+func (w *Worker) reap() {
+	kept := w.zombies[:0]
+	for _, r := range w.zombies {
+		if r.done != 0 {
+			C.gx_req_release(r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	for i := len(kept); i < len(w.zombies); i++ {
+		w.zombies[i] = nil
+	}
+	w.zombies = kept
+}
+
+// Endpoint is a connection to one peer worker (ucp_ep_h).
+type Endpoint struct {
+	h C.ucp_ep_h
+}
+
+// Connect creates an endpoint to the worker whose address is addr.
+func (w *Worker) Connect(addr []byte) (*Endpoint, error) {
+	if len(addr) == 0 {
+		return nil, &Error{Op: "ucp_ep_create", Status: StatusInvalidParam}
+	}
+	ca := C.CBytes(addr)
+	defer C.free(ca)
+	var h C.ucp_ep_h
+	if st := C.gx_ep_create(w.h, ca, &h); st != 0 {
+		return nil, statusErr("ucp_ep_create", st)
+	}
+	return &Endpoint{h: h}, nil
+}
+
+// CloseEndpoint closes ep, flushing outstanding operations first unless
+// force is set.
+func (w *Worker) CloseEndpoint(ep *Endpoint, force bool) error {
+	if ep == nil || ep.h == nil {
+		return nil
+	}
+	f := 0
+	if force {
+		f = 1
+	}
+	st := C.gx_ep_close(w.h, ep.h, C.int(f))
+	ep.h = nil
+	return statusErr("ucp_ep_close", st)
+}
