@@ -256,3 +256,18 @@ int gx_wait_fd(ucp_worker_h w, int efd, int timeout_ms) {
     } while (rc < 0 && errno == EINTR);
     return rc < 0 ? -1 : 1;
 }
+
+int gx_worker_arm(ucp_worker_h w) {
+    ucs_status_t st = ucp_worker_arm(w);
+    if (st == UCS_ERR_BUSY) return 0;
+    return st == UCS_OK ? 1 : -1;
+}
+
+int gx_poll_fd(int efd, int timeout_ms) {
+    struct pollfd pfd = {.fd = efd, .events = POLLIN};
+    int rc;
+    do {
+        rc = poll(&pfd, 1, timeout_ms);
+    } while (rc < 0 && errno == EINTR);
+    return rc;
+}

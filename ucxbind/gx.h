@@ -66,5 +66,9 @@ void gx_req_cancel(ucp_worker_h w, gx_req *r);
  * were pending (arm returned BUSY), <0 on error. */
 int gx_wait_fd(ucp_worker_h w, int efd, int timeout_ms);
 int gx_worker_efd(ucp_worker_h w, int *fd);
+/* gx_worker_arm: 1 armed (nothing pending), 0 events pending, -1 error. */
+int gx_worker_arm(ucp_worker_h w);
+/* gx_poll_fd: poll(2) on fd; touches no UCX state, so it runs unlocked. */
+int gx_poll_fd(int efd, int timeout_ms);
 
 #endif

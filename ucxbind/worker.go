@@ -161,3 +161,32 @@ func (w *Worker) CloseEndpoint(ep *Endpoint, force bool) error {
 	ep.h = nil
 	return statusErr("ucp_ep_close", st)
 }
+
+// Arm arms the worker's event fd. It reports true when nothing is pending
+// and the caller may block in WaitFD; false means events are pending and the
+// caller should progress instead.
+func (w *Worker) Arm() (bool, error) {
+	if !w.hasEfd {
+		return false, nil
+	}
+	rc := C.gx_worker_arm(w.h)
+	if rc < 0 {
+		return false, &Error{Op: "ucp_worker_arm", Status: -1}
+	}
+	return rc == 1, nil
+}
+
+// WaitFD blocks until the armed worker's event fd fires or timeoutMs
+// passes. It touches no UCX state, so unlike every other Worker method it
+// may run without the worker lock (other goroutines may progress meanwhile).
+func (w *Worker) WaitFD(timeoutMs int) {
+	if w.hasEfd {
+		C.gx_poll_fd(w.efd, C.int(timeoutMs))
+	}
+}
+
+// Signal wakes a goroutine blocked in WaitFD (ucp_worker_signal). Safe to
+// call without the worker lock.
+func (w *Worker) Signal() {
+	C.ucp_worker_signal(w.h)
+}

@@ -1,0 +1,470 @@
+package pt2pt
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Options tune the engine's wait policy.
+type Options struct {
+	// SpinIterations is how many progress rounds a blocking wait makes
+	// before it starts sleeping in Transport.Idle. Zero or less sleeps
+	// right after the first unsuccessful round (right for oversubscribed
+	// ranks); large values suit one rank per core.
+	SpinIterations int
+}
+
+// Engine owns a Transport and the job-wide state of point-to-point: the
+// world communicator and the allocation of context ids.
+type Engine struct {
+	t     Transport
+	spin  int
+	world *Comm
+
+	ctxMu   sync.Mutex
+	nextCtx uint32 // lowest context id (even) not used by this process
+}
+
+// NewEngine wraps t. The world communicator uses context ids 0 and 1.
+func NewEngine(t Transport, o Options) *Engine {
+	e := &Engine{t: t, spin: o.SpinIterations, nextCtx: 2}
+	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
+	return e
+}
+
+// World is the communicator of every rank in the job.
+func (e *Engine) World() *Comm { return e.world }
+
+// Transport returns the engine's transport (for diagnostics).
+func (e *Engine) Transport() Transport { return e.t }
+
+// Close closes the transport. Outstanding requests are abandoned.
+func (e *Engine) Close() error { return e.t.Close() }
+
+// NextContext is the lowest context id this process has not used. Creating
+// a communicator is collective: the members agree on the maximum of their
+// NextContext values (an allreduce in package mpi) and then call NewComm
+// with it, so the id is free in every member.
+func (e *Engine) NextContext() uint32 {
+	e.ctxMu.Lock()
+	defer e.ctxMu.Unlock()
+	return e.nextCtx
+}
+
+func (e *Engine) claimContext(id uint32) error {
+	e.ctxMu.Lock()
+	defer e.ctxMu.Unlock()
+	if id%2 != 0 || id+2 > MaxContexts {
+		return opErr("comm create", ErrComm, "context id %d unusable (ids exhausted?)", id)
+	}
+	if id >= e.nextCtx {
+		e.nextCtx = id + 2
+	}
+	return nil
+}
+
+// wait blocks until op is done: progress for a while, then alternate
+// progress with sleeping in the transport so idle ranks leave the CPU to
+// others.
+func (e *Engine) wait(op Op) {
+	for i := 0; !op.Done(); i++ {
+		if e.t.Progress() || op.Done() {
+			continue
+		}
+		if i >= e.spin {
+			e.t.Idle()
+		} else if i%32 == 31 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// Comm is a communicator: a group of world ranks and a private context id.
+type Comm struct {
+	e     *Engine
+	ctx   uint32 // even: point-to-point; ctx+1: collectives
+	rank  int
+	size  int
+	ranks []int // comm rank → world rank; nil means identity
+	freed atomic.Bool
+}
+
+// NewComm creates the communicator whose members are the world ranks
+// ranks[0..n) (this process must be one of them) with context id ctx, which
+// every member must pass identically (see Engine.NextContext).
+func (e *Engine) NewComm(ctx uint32, ranks []int) (*Comm, error) {
+	me := -1
+	for i, r := range ranks {
+		if r < 0 || r >= e.t.Size() {
+			return nil, opErr("comm create", ErrRank, "world rank %d out of range", r)
+		}
+		if r == e.t.Rank() {
+			me = i
+		}
+	}
+	if me < 0 {
+		return nil, opErr("comm create", ErrRank, "this process (world rank %d) is not a member", e.t.Rank())
+	}
+	if len(ranks) > MaxRanks {
+		return nil, opErr("comm create", ErrComm, "%d ranks exceed the limit of %d", len(ranks), MaxRanks)
+	}
+	if err := e.claimContext(ctx); err != nil {
+		return nil, err
+	}
+	return &Comm{e: e, ctx: ctx, rank: me, size: len(ranks), ranks: append([]int(nil), ranks...)}, nil
+}
+
+// Rank is this process's rank in c.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks in c.
+func (c *Comm) Size() int { return c.size }
+
+// Context is c's point-to-point context id (collectives use Context()+1).
+func (c *Comm) Context() uint32 { return c.ctx }
+
+// Engine returns the engine c belongs to.
+func (c *Comm) Engine() *Engine { return c.e }
+
+// WorldRank translates a rank of c to a world rank.
+func (c *Comm) WorldRank(r int) int {
+	if c.ranks == nil {
+		return r
+	}
+	return c.ranks[r]
+}
+
+// WorldRanks returns the world rank of every member, in comm rank order.
+func (c *Comm) WorldRanks() []int {
+	out := make([]int, c.size)
+	for i := range out {
+		out[i] = c.WorldRank(i)
+	}
+	return out
+}
+
+// Free marks c freed: later operations on it fail with ErrComm. Requests
+// already started complete normally. Freeing the world is an error.
+func (c *Comm) Free() error {
+	if c == c.e.world {
+		return opErr("comm free", ErrComm, "the world communicator cannot be freed")
+	}
+	if c.freed.Swap(true) {
+		return opErr("comm free", ErrComm, "communicator already freed")
+	}
+	return nil
+}
+
+// Freed reports whether Free has been called.
+func (c *Comm) Freed() bool { return c.freed.Load() }
+
+func (c *Comm) check(op string) error {
+	if c == nil {
+		return opErr(op, ErrComm, "nil communicator")
+	}
+	if c.freed.Load() {
+		return opErr(op, ErrComm, "communicator has been freed")
+	}
+	return nil
+}
+
+// Status describes a received or probed message.
+type Status struct {
+	Source    int // rank in the communicator (ProcNull for a null receive)
+	Tag       int
+	Bytes     int // the message's size (also when the receive truncated)
+	Cancelled bool
+}
+
+// Request is a nonblocking operation. Wait or Test it to completion, or
+// Free it.
+type Request struct {
+	op     Op
+	comm   *Comm
+	recv   bool
+	dest   int
+	bufLen int
+	done   bool
+	status Status
+	err    error
+}
+
+func (c *Comm) checkPeer(op string, r int, allowAny bool) error {
+	if r == ProcNull || (allowAny && r == AnySource) {
+		return nil
+	}
+	if r < 0 || r >= c.size {
+		return opErr(op, ErrRank, "rank %d out of range [0,%d)", r, c.size)
+	}
+	return nil
+}
+
+func checkTag(op string, tag int, allowAny bool) error {
+	if (allowAny && tag == AnyTag) || (tag >= 0 && tag <= MaxTag) {
+		return nil
+	}
+	return opErr(op, ErrTag, "tag %d out of range [0,%d]", tag, MaxTag)
+}
+
+func checkMem(op string, m Mem) error {
+	if m.Len < 0 {
+		return opErr(op, ErrCount, "negative length %d", m.Len)
+	}
+	if m.Len > 0 && m.Ptr == nil {
+		return opErr(op, ErrBuffer, "nil buffer of length %d", m.Len)
+	}
+	return nil
+}
+
+// Isend starts a send of m to dest with an MPI tag. sync selects
+// synchronous mode (MPI_Issend).
+func (c *Comm) Isend(m Mem, dest, tag int, sync bool) (*Request, error) {
+	return c.isend(m, dest, tag, sync, c.ctx, "send")
+}
+
+// IsendColl is Isend on c's collective context (used by package coll).
+func (c *Comm) IsendColl(m Mem, dest, tag int) (*Request, error) {
+	return c.isend(m, dest, tag, false, c.ctx+1, "coll send")
+}
+
+func (c *Comm) isend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (*Request, error) {
+	if err := c.check(name); err != nil {
+		return nil, err
+	}
+	if err := c.checkPeer(name, dest, false); err != nil {
+		return nil, err
+	}
+	if err := checkTag(name, tag, false); err != nil {
+		return nil, err
+	}
+	if err := checkMem(name, m); err != nil {
+		return nil, err
+	}
+	if dest == ProcNull {
+		return &Request{comm: c, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
+	}
+	op, err := c.e.t.Isend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag), sync)
+	if err != nil {
+		return nil, &OpError{Op: name, Class: ErrOther, Err: err}
+	}
+	return &Request{op: op, comm: c, dest: dest}, nil
+}
+
+// Irecv starts a receive into m from src (or AnySource) with tag (or
+// AnyTag).
+func (c *Comm) Irecv(m Mem, src, tag int) (*Request, error) {
+	return c.irecv(m, src, tag, c.ctx, "recv")
+}
+
+// IrecvColl is Irecv on c's collective context (used by package coll).
+func (c *Comm) IrecvColl(m Mem, src, tag int) (*Request, error) {
+	return c.irecv(m, src, tag, c.ctx+1, "coll recv")
+}
+
+func (c *Comm) irecv(m Mem, src, tag int, ctx uint32, name string) (*Request, error) {
+	if err := c.check(name); err != nil {
+		return nil, err
+	}
+	if err := c.checkPeer(name, src, true); err != nil {
+		return nil, err
+	}
+	if err := checkTag(name, tag, true); err != nil {
+		return nil, err
+	}
+	if err := checkMem(name, m); err != nil {
+		return nil, err
+	}
+	if src == ProcNull {
+		return &Request{comm: c, recv: true, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
+	}
+	t, mask := matchTag(ctx, src, tag)
+	op, err := c.e.t.Irecv(m, t, mask)
+	if err != nil {
+		return nil, &OpError{Op: name, Class: ErrOther, Err: err}
+	}
+	return &Request{op: op, comm: c, recv: true, bufLen: m.Len}, nil
+}
+
+// Iprobe reports whether a message from src with tag is waiting, without
+// receiving it.
+func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	if err := c.check("probe"); err != nil {
+		return Status{}, false, err
+	}
+	if err := c.checkPeer("probe", src, true); err != nil {
+		return Status{}, false, err
+	}
+	if err := checkTag("probe", tag, true); err != nil {
+		return Status{}, false, err
+	}
+	if src == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, true, nil
+	}
+	t, mask := matchTag(c.ctx, src, tag)
+	c.e.t.Progress()
+	mt, n, ok, err := c.e.t.Iprobe(t, mask)
+	if err != nil {
+		return Status{}, false, &OpError{Op: "probe", Class: ErrOther, Err: err}
+	}
+	if !ok {
+		return Status{}, false, nil
+	}
+	_, s, tg := unpackTag(mt)
+	return Status{Source: s, Tag: tg, Bytes: n}, true, nil
+}
+
+// Probe blocks until a message from src with tag is waiting.
+func (c *Comm) Probe(src, tag int) (Status, error) {
+	for i := 0; ; i++ {
+		st, ok, err := c.Iprobe(src, tag)
+		if err != nil || ok {
+			return st, err
+		}
+		if i >= c.e.spin {
+			c.e.t.Idle()
+		}
+	}
+}
+
+func (r *Request) finish() {
+	res := r.op.Result()
+	r.op.Release()
+	r.op = nil
+	r.done = true
+	if r.recv {
+		_, src, tag := unpackTag(res.Tag)
+		r.status = Status{Source: src, Tag: tag, Bytes: res.Len, Cancelled: res.Cancelled}
+	}
+	switch {
+	case res.Cancelled:
+		r.status.Cancelled = true
+	case res.Truncated:
+		r.err = opErr("recv", ErrTruncate, "message of %d bytes from rank %d, buffer of %d bytes", res.Len, r.status.Source, r.bufLen)
+	case res.Err != nil:
+		name := "send"
+		if r.recv {
+			name = "recv"
+		}
+		r.err = &OpError{Op: name, Class: ErrOther, Err: res.Err}
+	}
+}
+
+// Test reports whether the request has completed, progressing the
+// transport once. On completion it returns the status and the operation's
+// error (for example ErrTruncate, with Status.Bytes the real size).
+func (r *Request) Test() (bool, Status, error) {
+	if r == nil {
+		return false, Status{}, opErr("test", ErrRequest, "nil request")
+	}
+	if !r.done {
+		if !r.op.Done() {
+			r.comm.e.t.Progress()
+			if !r.op.Done() {
+				return false, Status{}, nil
+			}
+		}
+		r.finish()
+	}
+	return true, r.status, r.err
+}
+
+// Wait blocks until the request completes.
+func (r *Request) Wait() (Status, error) {
+	if r == nil {
+		return Status{}, opErr("wait", ErrRequest, "nil request")
+	}
+	if !r.done {
+		r.comm.e.wait(r.op)
+		r.finish()
+	}
+	return r.status, r.err
+}
+
+// Done reports completion without progressing.
+func (r *Request) Done() bool { return r.done || r.op.Done() }
+
+// Cancel asks for a pending receive to be cancelled; Wait then reports
+// Status.Cancelled. Cancelling a send is not supported by the transports and
+// has no effect (the send completes normally), which MPI permits.
+func (r *Request) Cancel() {
+	if r != nil && !r.done && r.recv {
+		r.op.Cancel()
+	}
+}
+
+// Free releases the request without waiting for it (MPI_Request_free): the
+// operation still completes in the background.
+func (r *Request) Free() {
+	if r != nil && !r.done && r.op != nil {
+		r.op.Release()
+		r.op = nil
+		r.done = true
+	}
+}
+
+// WaitAll waits for every request. It returns the statuses and the first
+// error; every request is completed even when one fails.
+func WaitAll(rs []*Request) ([]Status, error) {
+	sts := make([]Status, len(rs))
+	var first error
+	for i, r := range rs {
+		if r == nil {
+			continue
+		}
+		st, err := r.Wait()
+		sts[i] = st
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return sts, first
+}
+
+// TestAll reports whether every request has completed; when they have, it
+// returns their statuses and the first error.
+func TestAll(rs []*Request) (bool, []Status, error) {
+	all := true
+	for _, r := range rs {
+		if r != nil && !r.done {
+			if ok, _, _ := r.Test(); !ok {
+				all = false
+			}
+		}
+	}
+	if !all {
+		return false, nil, nil
+	}
+	sts, err := WaitAll(rs)
+	return true, sts, err
+}
+
+// WaitAny waits until one of the active requests completes and returns its
+// index (-1 when none is active, as MPI_UNDEFINED).
+func WaitAny(rs []*Request) (int, Status, error) {
+	var e *Engine
+	active := false
+	for _, r := range rs {
+		if r != nil && !r.done {
+			active = true
+			e = r.comm.e
+		}
+	}
+	if !active {
+		return -1, Status{}, nil
+	}
+	for i := 0; ; i++ {
+		for j, r := range rs {
+			if r != nil && !r.done && r.op.Done() {
+				r.finish()
+				return j, r.status, r.err
+			}
+		}
+		if e.t.Progress() {
+			continue
+		}
+		if i >= e.spin {
+			e.t.Idle()
+		}
+	}
+}

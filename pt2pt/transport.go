@@ -1,0 +1,80 @@
+package pt2pt
+
+import "unsafe"
+
+// MemKind says where a buffer lives. It travels with every buffer so that
+// no layer has to ask the driver what a pointer is (that query costs ~1 µs
+// for host pointers).
+type MemKind uint8
+
+// Memory kinds.
+const (
+	Host MemKind = iota
+	Device
+)
+
+// Mem is a contiguous buffer handed to a transport: Len bytes at Ptr. A
+// device buffer also names its device ordinal. The owner keeps the memory
+// valid and unmoved (Go memory pinned) until the operation completes.
+type Mem struct {
+	Ptr    unsafe.Pointer
+	Len    int
+	Kind   MemKind
+	Device int
+}
+
+// HostMem describes a Go byte slice. The caller pins it for nonblocking use.
+func HostMem(b []byte) Mem {
+	if len(b) == 0 {
+		return Mem{}
+	}
+	return Mem{Ptr: unsafe.Pointer(&b[0]), Len: len(b)}
+}
+
+// Result is the outcome of a completed transport operation. For receives,
+// Tag is the sender's transport tag and Len the message's real length (also
+// when it was truncated).
+type Result struct {
+	Err       error
+	Tag       uint64
+	Len       int
+	Truncated bool
+	Cancelled bool
+}
+
+// Op is one transport operation in flight.
+type Op interface {
+	// Done reports completion without progressing (cheap; any goroutine).
+	Done() bool
+	// Result returns the outcome; valid once Done is true.
+	Result() Result
+	// Cancel requests cancellation (receives); the op still completes.
+	Cancel()
+	// Release gives the op's resources back. Releasing an op that is not
+	// done is allowed (MPI_Request_free): the transport finishes it quietly.
+	Release()
+}
+
+// Transport moves tagged byte messages between the ranks of one job and
+// matches them in order (messages from one sender with the same tag are
+// received in the order sent).
+type Transport interface {
+	Rank() int
+	Size() int
+	// Isend sends m to world rank dest with the given transport tag. A
+	// synchronous send completes only once a receive has matched it.
+	Isend(dest int, m Mem, tag uint64, sync bool) (Op, error)
+	// Irecv receives into m the first message whose tag matches tag in
+	// the bits of mask.
+	Irecv(m Mem, tag, mask uint64) (Op, error)
+	// Iprobe looks for a matching message without receiving it.
+	Iprobe(tag, mask uint64) (msgTag uint64, length int, found bool, err error)
+	// Progress advances outstanding operations a little and reports
+	// whether anything happened.
+	Progress() bool
+	// Idle blocks the caller until the transport may have something new,
+	// or a short timeout passes; the engine calls it after spinning.
+	Idle()
+	// Close releases the transport; the engine calls it at Finalize.
+	Close() error
+}

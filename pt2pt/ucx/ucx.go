@@ -1,0 +1,295 @@
+// Package ucx adapts ucxbind to pt2pt.Transport: one UCP context and one
+// worker per process, endpoints created on first use from the peers'
+// published worker addresses.
+//
+// Layer: imports pt2pt, ucxbind and the standard library; mpi wires it up
+// with the launcher's key-value store (any KV works; tests use an in-memory
+// one).
+//
+// Concurrency: the worker is SERIALIZED; one mutex (mu) guards every UCX
+// call except the poll(2) on the event fd, which Idle makes unlocked so that
+// a sleeping goroutine does not stop others from progressing. A goroutine
+// whose progress completes something signals the worker to wake sleepers.
+package ucx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/ucxbind"
+)
+
+// KV is the job's wire-up store: what a rank Puts before a Fence, every
+// rank can Get after it.
+type KV interface {
+	Put(key string, val []byte) error
+	Fence(ctx context.Context) error
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Config describes this process's place in the job.
+type Config struct {
+	Rank, Size int
+	KV         KV
+	// SleepTimeout bounds one sleep on the event fd (default 5 ms): a
+	// backstop for events consumed by another goroutine's progress.
+	SleepTimeout time.Duration
+}
+
+// Defaults applied to UCX's environment before it reads its
+// configuration, unless the user has set the variable (docs/ucx-in-go.md).
+var envDefaults = [][2]string{
+	// The Go runtime maps and unmaps memory with raw system calls that
+	// UCX's malloc/mmap hooks never see, so UCX's registration cache
+	// cannot be kept coherent by them; turn the hooks off and let UCX
+	// fall back to registering on demand.
+	{"UCX_MEM_EVENTS", "no"},
+	// No UCX error-signal handlers competing with the Go runtime's
+	// (effective where UCX reads it after process start).
+	{"UCX_HANDLE_ERRORS", "none"},
+}
+
+func applyEnvDefaults() {
+	for _, kv := range envDefaults {
+		if _, set := os.LookupEnv(kv[0]); !set {
+			os.Setenv(kv[0], kv[1])
+		}
+	}
+}
+
+// Transport is the UCX transport of one process.
+type Transport struct {
+	cfg Config
+
+	mu     sync.Mutex // guards w, eps and every ucxbind call but WaitFD/Signal
+	ctx    *ucxbind.Context
+	w      *ucxbind.Worker
+	eps    []*ucxbind.Endpoint
+	closed bool
+
+	sleepers atomic.Int32
+	sleepMs  int
+}
+
+// AddrKey is the key under which rank r publishes its worker address.
+func AddrKey(r int) string { return fmt.Sprintf("ucx-addr-%d", r) }
+
+// New creates the context and worker, publishes this rank's address and
+// waits (Fence) until every rank has published.
+func New(ctx context.Context, cfg Config) (*Transport, error) {
+	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return nil, fmt.Errorf("ucx transport: rank %d of %d is invalid", cfg.Rank, cfg.Size)
+	}
+	applyEnvDefaults()
+	t := &Transport{cfg: cfg, eps: make([]*ucxbind.Endpoint, cfg.Size), sleepMs: 5}
+	if cfg.SleepTimeout > 0 {
+		t.sleepMs = int(cfg.SleepTimeout / time.Millisecond)
+		if t.sleepMs < 1 {
+			t.sleepMs = 1
+		}
+	}
+	var err error
+	if t.ctx, err = ucxbind.NewContext(ucxbind.ContextParams{Wakeup: true, EstimatedEndpoints: cfg.Size}); err != nil {
+		return nil, err
+	}
+	if t.w, err = t.ctx.NewWorker(); err != nil {
+		t.ctx.Close()
+		return nil, err
+	}
+	addr, err := t.w.Address()
+	if err == nil {
+		err = cfg.KV.Put(AddrKey(cfg.Rank), addr)
+	}
+	if err == nil {
+		err = cfg.KV.Fence(ctx)
+	}
+	if err != nil {
+		t.w.Close()
+		t.ctx.Close()
+		return nil, fmt.Errorf("ucx transport: wire-up: %w", err)
+	}
+	return t, nil
+}
+
+// Context exposes the UCP context (for memory-type queries by gompix info
+// and the GPU path selector).
+func (t *Transport) Context() *ucxbind.Context { return t.ctx }
+
+func (t *Transport) Rank() int { return t.cfg.Rank }
+func (t *Transport) Size() int { return t.cfg.Size }
+
+// endpoint returns the endpoint to dest, creating it on first use. t.mu is
+// not held on entry; it is held on successful return.
+func (t *Transport) lockEndpoint(dest int) (*ucxbind.Endpoint, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("ucx transport closed")
+	}
+	if ep := t.eps[dest]; ep != nil {
+		return ep, nil
+	}
+	t.mu.Unlock()
+	addr, err := t.cfg.KV.Get(context.Background(), AddrKey(dest))
+	if err != nil {
+		return nil, fmt.Errorf("address of rank %d: %w", dest, err)
+	}
+	t.mu.Lock()
+	if t.eps[dest] == nil {
+		ep, err := t.w.Connect(addr)
+		if err != nil {
+			t.mu.Unlock()
+			return nil, fmt.Errorf("connect to rank %d: %w", dest, err)
+		}
+		t.eps[dest] = ep
+	}
+	return t.eps[dest], nil
+}
+
+func hint(m pt2pt.Mem) int {
+	if m.Kind == pt2pt.Device {
+		return ucxbind.HintCUDA
+	}
+	return ucxbind.HintHost
+}
+
+type op struct {
+	t   *Transport
+	req ucxbind.Request
+}
+
+func (o *op) Done() bool { return o.req.Done() }
+
+func (o *op) Result() pt2pt.Result {
+	st, tag, n := o.req.Result()
+	res := pt2pt.Result{Tag: tag, Len: int(n)}
+	switch st {
+	case ucxbind.StatusOK:
+	case ucxbind.StatusTruncated:
+		res.Truncated = true
+	case ucxbind.StatusCanceled:
+		res.Cancelled = true
+		res.Len = 0
+	default:
+		res.Err = o.req.Err("tag operation")
+	}
+	return res
+}
+
+func (o *op) Cancel() {
+	o.t.mu.Lock()
+	o.t.w.Cancel(&o.req)
+	o.t.mu.Unlock()
+}
+
+func (o *op) Release() {
+	o.t.mu.Lock()
+	if !o.t.closed {
+		o.t.w.Release(&o.req)
+	}
+	o.t.mu.Unlock()
+}
+
+func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
+	ep, err := t.lockEndpoint(dest)
+	if err != nil {
+		return nil, err
+	}
+	req, err := t.w.Send(ep, m.Ptr, m.Len, tag, sync, hint(m))
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return &op{t: t, req: req}, nil
+}
+
+func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("ucx transport closed")
+	}
+	req, err := t.w.Recv(m.Ptr, m.Len, tag, mask, hint(m))
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return &op{t: t, req: req}, nil
+}
+
+func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, 0, false, fmt.Errorf("ucx transport closed")
+	}
+	info, _, ok := t.w.Probe(tag, mask, false)
+	return info.Tag, info.Length, ok, nil
+}
+
+// Progress polls the worker (a batch of rounds inside one cgo call).
+func (t *Transport) Progress() bool {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return false
+	}
+	n := t.w.Progress(16)
+	t.mu.Unlock()
+	if n > 0 && t.sleepers.Load() > 0 {
+		t.w.Signal()
+	}
+	return n > 0
+}
+
+// Idle arms the worker and sleeps on its event fd until something arrives
+// or the sleep timeout passes.
+func (t *Transport) Idle() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	armed, err := t.w.Arm()
+	t.mu.Unlock()
+	if err != nil || !armed {
+		return
+	}
+	t.sleepers.Add(1)
+	t.w.WaitFD(t.sleepMs)
+	t.sleepers.Add(-1)
+}
+
+// Close flushes outstanding operations, waits until every rank has done the
+// same (so no peer is still sending to us), then closes endpoints, worker
+// and context.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	ferr := t.w.Flush()
+	t.mu.Unlock()
+	kerr := t.cfg.KV.Fence(context.Background())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, ep := range t.eps {
+		if ep != nil {
+			t.w.CloseEndpoint(ep, true)
+			t.eps[i] = nil
+		}
+	}
+	t.w.Close()
+	t.ctx.Close()
+	t.closed = true
+	if ferr != nil {
+		return ferr
+	}
+	return kerr
+}
