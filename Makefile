@@ -1,0 +1,32 @@
+# gompix: the two commands a fresh machine needs are `make demo` and `make test`.
+GO      ?= go
+BIN     := bin
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps build demo test test-short vet race clean device-build
+
+# deps installs the C library gompix links (UCX) when its headers are missing.
+deps:
+	@if [ ! -f /usr/include/ucp/api/ucp.h ]; then \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libucx-dev; \
+	fi
+
+build: deps
+	$(GO) build -o $(BIN)/ ./cmd/... ./examples/...
+
+# demo: build everything and run the ring example on 4 ranks.
+demo: build
+	$(BIN)/gompirun -n 4 $(BIN)/hello
+	$(BIN)/gompirun -n 4 $(BIN)/ring -laps 100
+
+vet:
+	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)
+	$(GO) vet ./...
+
+# test: formatting, vet, the whole suite under the race detector (multi-process
+# tests over real UCX included).
+test: deps vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+clean:
+	rm -rf $(BIN) .device

@@ -1,0 +1,115 @@
+package mpi
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Float16 is an IEEE 754 half-precision number, stored as its bits.
+type Float16 uint16
+
+// BFloat16 is a bfloat16 number (the upper half of a float32), stored as
+// its bits.
+type BFloat16 uint16
+
+// Elem is the closed set of element types gompix moves and reduces.
+type Elem interface {
+	int8 | int16 | int32 | int64 | int |
+		uint8 | uint16 | uint32 | uint64 | uint |
+		Float16 | BFloat16 | float32 | float64 | complex64 | complex128
+}
+
+// TypeOf returns the dtype of element type T (int and uint are 64-bit).
+func TypeOf[T Elem]() dtype.Type {
+	var z T
+	switch any(z).(type) {
+	case int8:
+		return dtype.Int8
+	case int16:
+		return dtype.Int16
+	case int32:
+		return dtype.Int32
+	case int64, int:
+		return dtype.Int64
+	case uint8:
+		return dtype.Uint8
+	case uint16:
+		return dtype.Uint16
+	case uint32:
+		return dtype.Uint32
+	case uint64, uint:
+		return dtype.Uint64
+	case Float16:
+		return dtype.Float16
+	case BFloat16:
+		return dtype.BFloat16
+	case float32:
+		return dtype.Float32
+	case float64:
+		return dtype.Float64
+	case complex64:
+		return dtype.Complex64
+	default:
+		return dtype.Complex128
+	}
+}
+
+// Buffer is a typed, contiguous message buffer: a host slice (Slice) or a
+// device allocation. Its methods are unexported so that every Buffer
+// carries a memory kind gompix knows how to handle.
+type Buffer interface {
+	// Len is the number of elements.
+	Len() int
+	// Type is the element type.
+	Type() dtype.Type
+	mem() pt2pt.Mem
+	// pin pins Go memory for the duration of a nonblocking operation.
+	pin(p *runtime.Pinner)
+	// bytes returns the host bytes (nil for device buffers).
+	hostBytes() []byte
+	slice(off, n int) Buffer
+}
+
+// HostBuffer is a Buffer over a Go slice.
+type HostBuffer[T Elem] struct {
+	s []T
+}
+
+// Slice wraps a Go slice as a message buffer. The buffer aliases s.
+func Slice[T Elem](s []T) *HostBuffer[T] { return &HostBuffer[T]{s: s} }
+
+// Data returns the wrapped slice.
+func (b *HostBuffer[T]) Data() []T { return b.s }
+
+// Len is the number of elements.
+func (b *HostBuffer[T]) Len() int { return len(b.s) }
+
+// Type is the element type.
+func (b *HostBuffer[T]) Type() dtype.Type { return TypeOf[T]() }
+
+func (b *HostBuffer[T]) mem() pt2pt.Mem {
+	if len(b.s) == 0 {
+		return pt2pt.Mem{}
+	}
+	var z T
+	return pt2pt.Mem{Ptr: unsafe.Pointer(&b.s[0]), Len: len(b.s) * int(unsafe.Sizeof(z))}
+}
+
+func (b *HostBuffer[T]) pin(p *runtime.Pinner) {
+	if len(b.s) > 0 {
+		p.Pin(&b.s[0])
+	}
+}
+
+func (b *HostBuffer[T]) hostBytes() []byte {
+	if len(b.s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b.s[0])), len(b.s)*int(unsafe.Sizeof(z)))
+}
+
+func (b *HostBuffer[T]) slice(off, n int) Buffer { return &HostBuffer[T]{s: b.s[off : off+n]} }

@@ -1,0 +1,356 @@
+package mpi
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Comm is a communicator: an ordered group of ranks with a private
+// matching context.
+type Comm struct {
+	pc *pt2pt.Comm
+	// collMu serialises collective calls on this communicator (MPI makes
+	// concurrent ones erroneous; gompix orders them instead of corrupting
+	// the collective sequence).
+	collMu sync.Mutex
+	coll   collState
+}
+
+func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc} }
+
+// Rank is the calling process's rank in c.
+func (c *Comm) Rank() int { return c.pc.Rank() }
+
+// Size is the number of ranks in c.
+func (c *Comm) Size() int { return c.pc.Size() }
+
+// Status describes a received or probed message.
+type Status struct {
+	Source int
+	Tag    int
+	// Count is the number of elements received (of the receive buffer's
+	// type); for a truncated receive, the number the message held.
+	Count int
+	// Bytes is the message size in bytes.
+	Bytes     int
+	Cancelled bool
+}
+
+func toStatus(st pt2pt.Status, elemSize int) Status {
+	s := Status{Source: st.Source, Tag: st.Tag, Bytes: st.Bytes, Cancelled: st.Cancelled}
+	if elemSize > 0 {
+		s.Count = st.Bytes / elemSize
+	}
+	return s
+}
+
+// CountOf returns the number of elements of type T the message holds (for
+// statuses from Probe, which know no buffer type).
+func CountOf[T Elem](s Status) int {
+	return s.Bytes / TypeOf[T]().Size()
+}
+
+// Request is a nonblocking operation in flight.
+type Request struct {
+	r        *pt2pt.Request
+	pinner   runtime.Pinner
+	pinned   bool
+	elemSize int
+	done     bool
+	status   Status
+	err      error
+	// sched is set for nonblocking collectives (see collective.go).
+	sched collRequest
+}
+
+func (r *Request) complete(st pt2pt.Status, err error) (Status, error) {
+	r.done = true
+	if r.pinned {
+		r.pinner.Unpin()
+		r.pinned = false
+	}
+	r.status = toStatus(st, r.elemSize)
+	r.err = err
+	return r.status, err
+}
+
+// Wait blocks until the operation completes and returns its status.
+func (r *Request) Wait() (Status, error) {
+	if r == nil {
+		return Status{}, &pt2pt.OpError{Op: "wait", Class: ErrRequest}
+	}
+	if r.done {
+		return r.status, r.err
+	}
+	if r.sched != nil {
+		return r.complete(pt2pt.Status{}, r.sched.Wait())
+	}
+	st, err := r.r.Wait()
+	return r.complete(st, err)
+}
+
+// Test reports whether the operation has completed, making progress.
+func (r *Request) Test() (bool, Status, error) {
+	if r == nil {
+		return false, Status{}, &pt2pt.OpError{Op: "test", Class: ErrRequest}
+	}
+	if r.done {
+		return true, r.status, r.err
+	}
+	if r.sched != nil {
+		ok, err := r.sched.Test()
+		if !ok {
+			return false, Status{}, nil
+		}
+		st, err := r.complete(pt2pt.Status{}, err)
+		return true, st, err
+	}
+	ok, st, err := r.r.Test()
+	if !ok {
+		return false, Status{}, nil
+	}
+	s, err := r.complete(st, err)
+	return true, s, err
+}
+
+// Cancel asks for a pending receive to be cancelled; Wait then reports
+// Status.Cancelled. Sends cannot be cancelled (they complete normally).
+func (r *Request) Cancel() {
+	if r != nil && !r.done && r.r != nil {
+		r.r.Cancel()
+	}
+}
+
+// Free releases the request without waiting (MPI_Request_free). The
+// operation completes in the background; a receive buffer stays pinned
+// until then.
+func (r *Request) Free() {
+	if r != nil && !r.done && r.r != nil {
+		r.r.Free()
+		r.done = true
+		// The Pinner cannot be released until completion, which we no
+		// longer observe; leaving it pinned keeps the buffer valid for the
+		// transport, which is what matters.
+	}
+}
+
+// Waitall waits for every request and returns their statuses and the first
+// error. Every request is completed even if one fails.
+func Waitall(rs ...*Request) ([]Status, error) {
+	sts := make([]Status, len(rs))
+	var first error
+	for i, r := range rs {
+		if r == nil {
+			continue
+		}
+		st, err := r.Wait()
+		sts[i] = st
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return sts, first
+}
+
+// Testall reports whether every request has completed; once they have, it
+// returns their statuses and the first error.
+func Testall(rs ...*Request) (bool, []Status, error) {
+	all := true
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		if ok, _, _ := r.Test(); !ok {
+			all = false
+		}
+	}
+	if !all {
+		return false, nil, nil
+	}
+	sts, err := Waitall(rs...)
+	return true, sts, err
+}
+
+// Waitany waits until one active request completes and returns its index,
+// or -1 when no request is active (MPI_UNDEFINED).
+func Waitany(rs ...*Request) (int, Status, error) {
+	prs := make([]*pt2pt.Request, len(rs))
+	active := false
+	for i, r := range rs {
+		if r != nil && !r.done {
+			active = true
+			if r.sched != nil {
+				// Collectives have no transport request to wait on;
+				// fall back to polling everything.
+				return waitanyPoll(rs)
+			}
+			prs[i] = r.r
+		}
+	}
+	if !active {
+		return -1, Status{}, nil
+	}
+	i, st, err := pt2pt.WaitAny(prs)
+	s, err := rs[i].complete(st, err)
+	return i, s, err
+}
+
+func waitanyPoll(rs []*Request) (int, Status, error) {
+	for {
+		for i, r := range rs {
+			if r == nil || r.done {
+				continue
+			}
+			if ok, st, err := r.Test(); ok {
+				return i, st, err
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+func (c *Comm) check(op string) error {
+	if c == nil || c.pc == nil {
+		return &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+	}
+	return nil
+}
+
+func checkBuf(op string, b Buffer) error {
+	if b == nil {
+		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
+	}
+	return nil
+}
+
+func (c *Comm) isend(op string, b Buffer, dest, tag int, sync, pin bool) (*Request, error) {
+	if err := c.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkBuf(op, b); err != nil {
+		return nil, err
+	}
+	req := &Request{elemSize: b.Type().Size()}
+	if pin {
+		b.pin(&req.pinner)
+		req.pinned = true
+	}
+	r, err := c.pc.Isend(b.mem(), dest, tag, sync)
+	if err != nil {
+		req.complete(pt2pt.Status{}, nil)
+		return nil, err
+	}
+	req.r = r
+	return req, nil
+}
+
+func (c *Comm) irecv(op string, b Buffer, src, tag int, pin bool) (*Request, error) {
+	if err := c.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkBuf(op, b); err != nil {
+		return nil, err
+	}
+	req := &Request{elemSize: b.Type().Size()}
+	if pin {
+		b.pin(&req.pinner)
+		req.pinned = true
+	}
+	r, err := c.pc.Irecv(b.mem(), src, tag)
+	if err != nil {
+		req.complete(pt2pt.Status{}, nil)
+		return nil, err
+	}
+	req.r = r
+	return req, nil
+}
+
+// Send sends buf to rank dest with tag (blocking, standard mode).
+func (c *Comm) Send(buf Buffer, dest, tag int) error {
+	r, err := c.isend("send", buf, dest, tag, false, true)
+	if err != nil {
+		return err
+	}
+	_, err = r.Wait()
+	return err
+}
+
+// Ssend sends in synchronous mode: it returns once the receiver has
+// matched the message.
+func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
+	r, err := c.isend("ssend", buf, dest, tag, true, true)
+	if err != nil {
+		return err
+	}
+	_, err = r.Wait()
+	return err
+}
+
+// Recv receives into buf from src (or AnySource) with tag (or AnyTag). A
+// message larger than buf fails with ErrTruncate; the status then gives the
+// message's real size.
+func (c *Comm) Recv(buf Buffer, src, tag int) (Status, error) {
+	r, err := c.irecv("recv", buf, src, tag, true)
+	if err != nil {
+		return Status{}, err
+	}
+	return r.Wait()
+}
+
+// Isend starts a standard-mode send.
+func (c *Comm) Isend(buf Buffer, dest, tag int) (*Request, error) {
+	return c.isend("isend", buf, dest, tag, false, true)
+}
+
+// Issend starts a synchronous-mode send.
+func (c *Comm) Issend(buf Buffer, dest, tag int) (*Request, error) {
+	return c.isend("issend", buf, dest, tag, true, true)
+}
+
+// Irecv starts a receive.
+func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
+	return c.irecv("irecv", buf, src, tag, true)
+}
+
+// Sendrecv sends sendbuf to dest and receives into recvbuf from src, both
+// at once, so that exchanges in a ring cannot deadlock.
+func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
+	rr, err := c.irecv("sendrecv", recvbuf, src, recvtag, true)
+	if err != nil {
+		return Status{}, err
+	}
+	sr, err := c.isend("sendrecv", sendbuf, dest, sendtag, false, true)
+	if err != nil {
+		rr.Cancel()
+		rr.Wait()
+		return Status{}, err
+	}
+	_, serr := sr.Wait()
+	st, rerr := rr.Wait()
+	if rerr != nil {
+		return st, rerr
+	}
+	return st, serr
+}
+
+// Probe blocks until a message from src with tag can be received and
+// describes it (use CountOf to size the buffer).
+func (c *Comm) Probe(src, tag int) (Status, error) {
+	if err := c.check("probe"); err != nil {
+		return Status{}, err
+	}
+	st, err := c.pc.Probe(src, tag)
+	return toStatus(st, 1), err
+}
+
+// Iprobe is the nonblocking Probe.
+func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	if err := c.check("iprobe"); err != nil {
+		return Status{}, false, err
+	}
+	st, ok, err := c.pc.Iprobe(src, tag)
+	return toStatus(st, 1), ok, err
+}

@@ -1,0 +1,201 @@
+package mpi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/wireup"
+	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/pt2pt/ucx"
+)
+
+var (
+	cfgSpin = config.NewInt("GOMPIX_SPIN", -1,
+		"progress rounds a blocking wait spins before sleeping on the UCX event fd; -1 chooses: 4096 with one rank per core, 0 when the node is oversubscribed")
+	cfgSleep = config.NewDuration("GOMPIX_SLEEP_TIMEOUT", 5*time.Millisecond,
+		"longest single sleep on the event fd (a backstop; a completion wakes sleepers at once)")
+	cfgWireupTimeout = config.NewDuration("GOMPIX_WIREUP_TIMEOUT", 60*time.Second,
+		"how long Init waits for the launcher's key-value store and for every rank to arrive")
+)
+
+// state is the process-wide MPI state between Init and Finalize.
+type state struct {
+	env    wireup.JobEnv
+	kv     ucx.KV
+	client *wireup.Client
+	engine *pt2pt.Engine
+	world  *Comm
+}
+
+var (
+	initMu    sync.Mutex
+	cur       *state
+	finalized bool
+)
+
+// Init starts MPI: under gompirun it joins the job through the launcher's
+// wire-up store; started directly, the process is a world of one rank.
+// Calling Init twice, or after Finalize, is an error.
+func Init() error {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if cur != nil {
+		return fmt.Errorf("mpi: Init called twice: %w", ErrOther)
+	}
+	if finalized {
+		return fmt.Errorf("mpi: Init after Finalize: %w", ErrOther)
+	}
+	s, err := start()
+	if err != nil {
+		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
+	}
+	cur = s
+	return nil
+}
+
+func start() (*state, error) {
+	env, underLauncher, err := wireup.FromEnviron(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := cfgWireupTimeout.Get()
+	if err != nil {
+		return nil, err
+	}
+	sleep, err := cfgSleep.Get()
+	if err != nil {
+		return nil, err
+	}
+	spin, err := cfgSpin.Get()
+	if err != nil {
+		return nil, err
+	}
+	if spin < 0 {
+		spin = 4096
+		if env.LocalSize > runtime.NumCPU() {
+			spin = 0
+		}
+	}
+	s := &state{env: env}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if underLauncher {
+		s.client, err = wireup.Dial(ctx, env.Addr, env.Secret, env.Rank)
+		if err != nil {
+			return nil, fmt.Errorf("joining the job: %w", err)
+		}
+		s.kv = s.client
+	} else {
+		s.kv = newLocalKV()
+	}
+	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep})
+	if err != nil {
+		if s.client != nil {
+			s.client.Close()
+		}
+		return nil, err
+	}
+	s.engine = pt2pt.NewEngine(t, pt2pt.Options{SpinIterations: spin})
+	s.world = newComm(s.engine.World())
+	return s, nil
+}
+
+// Finalize ends MPI: it waits until every rank has finalized its
+// communication, then releases the transport. Requests still pending are
+// abandoned.
+func Finalize() error {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if cur == nil {
+		return fmt.Errorf("mpi: Finalize without Init: %w", ErrOther)
+	}
+	s := cur
+	cur = nil
+	finalized = true
+	err := s.engine.Close()
+	if s.client != nil {
+		if cerr := s.client.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return &pt2pt.OpError{Op: "finalize", Class: ErrOther, Err: err}
+	}
+	return nil
+}
+
+// Initialized reports whether Init has been called and Finalize has not.
+func Initialized() bool {
+	initMu.Lock()
+	defer initMu.Unlock()
+	return cur != nil
+}
+
+// World returns the communicator of all ranks (nil before Init).
+func World() *Comm {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if cur == nil {
+		return nil
+	}
+	return cur.world
+}
+
+// LocalRank and LocalSize describe this rank's place on its node, as the
+// launcher assigned it (0 and 1 in singleton mode).
+func LocalRank() int { return env().LocalRank }
+
+// LocalSize is the number of ranks on this node.
+func LocalSize() int { return env().LocalSize }
+
+func env() wireup.JobEnv {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if cur == nil {
+		return wireup.Singleton()
+	}
+	return cur.env
+}
+
+// Abort ends the whole job: it exits this process with code, and gompirun
+// then terminates every other rank and reports the code.
+func Abort(code int) {
+	if code == 0 {
+		code = 1
+	}
+	fmt.Fprintf(os.Stderr, "gompix: MPI_Abort called with code %d\n", code)
+	os.Exit(code)
+}
+
+// localKV is the wire-up store of a singleton: this process is the whole
+// job, so Put/Get are a map and Fence is immediate.
+type localKV struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func newLocalKV() *localKV { return &localKV{m: map[string][]byte{}} }
+
+func (k *localKV) Put(key string, val []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[key] = append([]byte(nil), val...)
+	return nil
+}
+
+func (k *localKV) Fence(context.Context) error { return nil }
+
+func (k *localKV) Get(_ context.Context, key string) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[key]
+	if !ok {
+		return nil, fmt.Errorf("key %q: %w", key, wireup.ErrNotFound)
+	}
+	return v, nil
+}
