@@ -1,0 +1,167 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// DefaultGrace is how long terminated ranks get between SIGTERM and SIGKILL.
+const DefaultGrace = 3 * time.Second
+
+// DefaultLaunchAgent starts ranks on remote hosts.
+const DefaultLaunchAgent = "ssh"
+
+// GPU binding policies for Config.GPUBind.
+const (
+	// GPUBindLocal gives rank r the device local_rank % ngpus of its host
+	// (none when the host has no GPU). The default.
+	GPUBindLocal = "local"
+	// GPUBindNone binds no device: GOMPIX_GPU=-1 for every rank.
+	GPUBindNone = "none"
+)
+
+// HostSlots is one host of the job and how many ranks it may run.
+type HostSlots struct {
+	Name  string
+	Slots int
+}
+
+// Config describes one job.
+type Config struct {
+	// NP is the number of ranks. Zero means the total of the hosts' slots,
+	// or the number of CPUs when no host is given (as mpirun does).
+	NP int
+	// Hosts lists where ranks run, filled in order, each up to its slots.
+	// Empty means this host with NP slots. Duplicate names are merged.
+	Hosts []HostSlots
+	// Env are mpirun's -x entries: NAME=VAL sets a variable in every rank;
+	// NAME copies the launcher's own value (an error if it is unset).
+	Env []string
+	// TagOutput prefixes each output line with "[1,<rank>]<stdout>:" or
+	// "[1,<rank>]<stderr>:", like Open MPI's --tag-output.
+	TagOutput bool
+	// Timeout ends the job after this long (zero: never). The launcher then
+	// prints "gompirun: job timed out after <Timeout>", terminates every
+	// rank like a failure would, and Run returns ExitTimeout (124, the
+	// status timeout(1) uses) with an error wrapping ErrTimeout.
+	Timeout time.Duration
+	// Grace is the time between SIGTERM and SIGKILL when the job is being
+	// terminated. Zero means DefaultGrace.
+	Grace time.Duration
+	// LaunchAgent is the command that starts a rank on a remote host
+	// ("ssh" by default; e.g. "ssh -p 2222"). Ranks on this host are
+	// started directly.
+	LaunchAgent string
+	// GPUBind is the GPU binding policy: GPUBindLocal (default when empty)
+	// or GPUBindNone.
+	GPUBind string
+	// GPUCount reports the number of GPUs on this host. Nil counts none;
+	// gompirun plugs in NVML here (this package does not import it).
+	GPUCount func() int
+	// Program and Args are the command every rank runs. Program is looked
+	// up in PATH.
+	Program string
+	Args    []string
+	// Stdin feeds rank 0; the other ranks read /dev/null. Nil gives rank 0
+	// /dev/null too. An *os.File is handed to rank 0 directly; any other
+	// reader is copied through a pipe by a goroutine that ends at EOF or
+	// when rank 0 exits, unless it is blocked in Read at that moment: a
+	// reader that never returns keeps that one goroutine alive.
+	Stdin io.Reader
+	// Stdout and Stderr receive the ranks' output, line by line. Nil means
+	// os.Stdout and os.Stderr. Launcher messages (which rank failed, the
+	// timeout) go to Stderr too.
+	Stdout, Stderr io.Writer
+
+	// starter overrides how ranks are started (tests).
+	starter func(host string) Starter
+}
+
+// withDefaults returns cfg with zero fields given their defaults, checked.
+func (cfg Config) withDefaults() (Config, error) {
+	var errs []error
+	if cfg.Program == "" {
+		errs = append(errs, errors.New("no program to run"))
+	}
+	if cfg.NP < 0 {
+		errs = append(errs, fmt.Errorf("number of processes %d is negative", cfg.NP))
+	}
+	for _, h := range cfg.Hosts {
+		if h.Name == "" {
+			errs = append(errs, errors.New("empty host name"))
+		}
+		if h.Slots < 1 {
+			errs = append(errs, fmt.Errorf("host %s: %d slots; need at least 1", h.Name, h.Slots))
+		}
+	}
+	if cfg.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("negative timeout %v", cfg.Timeout))
+	}
+	if cfg.Grace < 0 {
+		errs = append(errs, fmt.Errorf("negative grace period %v", cfg.Grace))
+	}
+	switch cfg.GPUBind {
+	case "":
+		cfg.GPUBind = GPUBindLocal
+	case GPUBindLocal, GPUBindNone:
+	default:
+		errs = append(errs, fmt.Errorf("unknown GPU binding %q (want %s or %s)", cfg.GPUBind, GPUBindLocal, GPUBindNone))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, err
+	}
+	if cfg.NP == 0 {
+		if len(cfg.Hosts) == 0 {
+			cfg.NP = runtime.NumCPU()
+		} else {
+			for _, h := range cfg.Hosts {
+				cfg.NP += h.Slots
+			}
+		}
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.LaunchAgent == "" {
+		cfg.LaunchAgent = DefaultLaunchAgent
+	}
+	if cfg.GPUCount == nil {
+		cfg.GPUCount = func() int { return 0 }
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	return cfg, nil
+}
+
+// exportedEnv resolves the -x entries into NAME=VAL form, reading bare names
+// through lookup (os.LookupEnv).
+func exportedEnv(entries []string, lookup func(string) (string, bool)) ([]string, error) {
+	out := make([]string, 0, len(entries))
+	var errs []error
+	for _, e := range entries {
+		name, val, hasVal := strings.Cut(e, "=")
+		if name == "" || strings.ContainsAny(name, " \t\n") {
+			errs = append(errs, fmt.Errorf("-x %q: not a variable name", e))
+			continue
+		}
+		if !hasVal {
+			v, ok := lookup(name)
+			if !ok {
+				errs = append(errs, fmt.Errorf("-x %s: not set in the launcher's environment", name))
+				continue
+			}
+			val = v
+		}
+		out = append(out, name+"="+val)
+	}
+	return out, errors.Join(errs...)
+}

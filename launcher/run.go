@@ -1,0 +1,435 @@
+package launcher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gompix/gompix/internal/wireup"
+	"github.com/hashicorp/go-multierror"
+)
+
+// Exit statuses Run returns besides a failed rank's own.
+const (
+	// ExitTimeout ends a job that ran past Config.Timeout (as timeout(1)).
+	ExitTimeout = 124
+	// ExitSetup: the job could not be set up or a rank could not be started.
+	ExitSetup = 1
+	// ExitNotFound: the program was not found (as a shell reports it).
+	ExitNotFound = 127
+)
+
+// ErrTimeout is wrapped by the error Run returns when Config.Timeout ended
+// the job.
+var ErrTimeout = errors.New("job timed out")
+
+// RankError reports a rank that failed: exited non-zero or was killed by a
+// signal the launcher did not send.
+type RankError struct {
+	Rank   int
+	Pid    int
+	Host   string
+	Status ExitStatus
+}
+
+func (e *RankError) Error() string {
+	return fmt.Sprintf("rank %d (pid %d) %v", e.Rank, e.Pid, e.Status)
+}
+
+// SignalError is the cancellation cause a caller gives Run's context when
+// the launcher itself received a signal (context.WithCancelCause). Run then
+// forwards that signal to every rank and returns 128+signal. A context
+// cancelled for any other reason is treated as SIGTERM.
+type SignalError struct {
+	Signal syscall.Signal
+}
+
+func (e *SignalError) Error() string {
+	return fmt.Sprintf("received signal %d (%v)", int(e.Signal), e.Signal)
+}
+
+// Run starts the job cfg describes, waits for it, and returns the exit
+// status gompirun should exit with:
+//
+//   - 0 when every rank exits 0;
+//   - the first failed rank's status (128+signal for a signal) when a rank
+//     fails; the other ranks are then sent SIGTERM and, after Grace, SIGKILL;
+//   - 128+signal when ctx is cancelled (with a SignalError cause, that signal
+//     is forwarded to every rank; otherwise SIGTERM is), then SIGKILL after
+//     Grace;
+//   - ExitTimeout when Config.Timeout ends the job;
+//   - ExitSetup or ExitNotFound when the job could not be started.
+//
+// The error describes every failure; with more than one it is a
+// *multierror.Error listing them, each a *RankError where a rank failed. Run
+// also reports each event on Config.Stderr as it happens, prefixed
+// "gompirun: ", so a command-line caller need not print the error again.
+// When Run returns, every rank's process group has been sent SIGKILL, so no
+// process of the job (a rank's background children included) outlives it.
+func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
+	cfg, err = cfg.withDefaults()
+	sink := &outputSink{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
+	if sink.stdout == nil {
+		sink.stdout = os.Stdout
+	}
+	if sink.stderr == nil {
+		sink.stderr = os.Stderr
+	}
+	setupFailed := func(code int, err error) (int, error) {
+		sink.message(err.Error())
+		return code, err
+	}
+	if err != nil {
+		return setupFailed(ExitSetup, err)
+	}
+	xenv, err := exportedEnv(cfg.Env, os.LookupEnv)
+	if err != nil {
+		return setupFailed(ExitSetup, err)
+	}
+	places, err := place(cfg.NP, cfg.Hosts, isLocalHost)
+	if err != nil {
+		return setupFailed(ExitSetup, err)
+	}
+	j := &job{cfg: cfg, sink: sink, places: places}
+	return j.run(ctx, xenv)
+}
+
+// job is one Run's state; only the goroutine running Run touches it after
+// the ranks start (the per-rank goroutines talk to it through channels).
+type job struct {
+	cfg    Config
+	sink   *outputSink
+	places []placement
+
+	procs  []Proc
+	exited []bool
+	sent   []uint64 // per rank: bit s set when signal s was sent to it
+
+	stdinW *os.File // the launcher's end of rank 0's stdin pipe, if any
+}
+
+type exitEvent struct {
+	rank   int
+	status ExitStatus
+	err    error
+}
+
+func newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func (j *job) starterFor(p placement) Starter {
+	if j.cfg.starter != nil {
+		return j.cfg.starter(p.host)
+	}
+	if p.local {
+		return LocalStarter{}
+	}
+	return AgentStarter{Agent: j.cfg.LaunchAgent}
+}
+
+func (j *job) run(ctx context.Context, xenv []string) (int, error) {
+	np := len(j.places)
+	secret, err := newSecret()
+	if err != nil {
+		return ExitSetup, fmt.Errorf("job secret: %w", err)
+	}
+	// A job on this host only listens on loopback; a multi-host job must be
+	// reachable from the other nodes.
+	allLocal := !slices.ContainsFunc(j.places, func(p placement) bool { return !p.local })
+	listen := "127.0.0.1:0"
+	if !allLocal {
+		listen = ":0"
+	}
+	srv, err := wireup.NewServer(np, secret, listen)
+	if err != nil {
+		j.sink.message(err.Error())
+		return ExitSetup, err
+	}
+	defer srv.Close()
+	addr := srv.Addr()
+	if !allLocal {
+		if host, herr := os.Hostname(); herr == nil {
+			_, port, _ := net.SplitHostPort(addr)
+			addr = net.JoinHostPort(host, port)
+		}
+	}
+	ngpus := 0
+	if j.cfg.GPUBind == GPUBindLocal {
+		ngpus = j.cfg.GPUCount()
+	}
+
+	stdin, err := j.rank0Stdin()
+	if err != nil {
+		j.sink.message(err.Error())
+		return ExitSetup, err
+	}
+
+	base := os.Environ()
+	exits := make(chan exitEvent, np)
+	var readers sync.WaitGroup
+	var readEnds []*os.File
+	var startErr error
+	for rank, pl := range j.places {
+		je := wireup.JobEnv{
+			Rank: rank, Size: np,
+			LocalRank: pl.localRank, LocalSize: pl.localSize,
+			Node: pl.node, Addr: addr, Secret: secret,
+			GPU: wireup.NoGPU,
+		}
+		if ngpus > 0 && pl.local {
+			je.GPU = pl.localRank % ngpus
+		}
+		forward := append(slices.Clone(xenv), je.Environ()...)
+		spec := ProcSpec{
+			Rank: rank, Host: pl.host,
+			Program: j.cfg.Program, Args: j.cfg.Args,
+			Env:     append(slices.Clone(base), forward...),
+			Forward: forward,
+		}
+		if rank == 0 && stdin != nil {
+			spec.Stdin = stdin
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			startErr = err
+			break
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			startErr = err
+			break
+		}
+		spec.Stdout, spec.Stderr = outW, errW
+		p, err := j.starterFor(pl).Start(spec)
+		outW.Close() // the rank holds its own copies
+		errW.Close()
+		if err != nil {
+			outR.Close()
+			errR.Close()
+			startErr = fmt.Errorf("cannot start rank %d on %s: %w", rank, pl.host, err)
+			break
+		}
+		j.procs = append(j.procs, p)
+		readEnds = append(readEnds, outR, errR)
+		readers.Add(2)
+		go func() { defer readers.Done(); j.sink.copyLines(rank, false, outR) }()
+		go func() { defer readers.Done(); j.sink.copyLines(rank, true, errR) }()
+		go func() {
+			st, err := p.Wait()
+			exits <- exitEvent{rank, st, err}
+		}()
+	}
+	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin {
+		f.Close() // our copy of the pipe's read end; rank 0 has its own
+	}
+
+	code, err := j.supervise(ctx, exits, startErr)
+
+	// Ranks' leftover children (background jobs of a shell rank, say) die
+	// with the job.
+	for _, p := range j.procs {
+		p.Signal(syscall.SIGKILL)
+	}
+	if j.stdinW != nil {
+		j.stdinW.Close()
+	}
+	// Every process of the job is gone, so the pipes reach EOF once drained.
+	// Only a process that escaped its group (setsid) could hold them open:
+	// do not wait for it beyond the grace period.
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(j.cfg.Grace):
+		for _, f := range readEnds {
+			f.Close()
+		}
+		<-drained
+	}
+	for _, f := range readEnds {
+		f.Close()
+	}
+	return code, err
+}
+
+// rank0Stdin returns what rank 0 reads: the caller's *os.File as is, a pipe
+// fed by a goroutine for any other reader, or nil (/dev/null).
+func (j *job) rank0Stdin() (io.Reader, error) {
+	switch in := j.cfg.Stdin.(type) {
+	case nil:
+		return nil, nil
+	case *os.File:
+		return in, nil
+	default:
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		j.stdinW = w
+		go func() {
+			io.Copy(w, in)
+			w.Close()
+		}()
+		return r, nil
+	}
+}
+
+// supervise waits for every started rank to end, turning failures, ctx and
+// the timeout into termination, and returns the job's status and error.
+func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr error) (int, error) {
+	running := len(j.procs)
+	j.exited = make([]bool, running)
+	j.sent = make([]uint64, running)
+
+	code := 0
+	var errs []error
+	terminating := false
+	var grace *time.Timer
+	var graceC <-chan time.Time
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	terminate := func(sig syscall.Signal) {
+		terminating = true
+		j.signalRunning(sig)
+		grace = time.NewTimer(j.cfg.Grace)
+		graceC = grace.C
+	}
+
+	var timeoutC <-chan time.Time
+	if j.cfg.Timeout > 0 {
+		t := time.NewTimer(j.cfg.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	done := ctx.Done()
+
+	if startErr != nil {
+		j.sink.message(startErr.Error())
+		errs = append(errs, startErr)
+		code = ExitSetup
+		if errors.Is(startErr, exec.ErrNotFound) {
+			code = ExitNotFound
+		}
+		terminate(syscall.SIGTERM)
+	}
+
+	for running > 0 {
+		select {
+		case ev := <-exits:
+			running--
+			j.exited[ev.rank] = true
+			if ev.rank == 0 && j.stdinW != nil {
+				j.stdinW.Close() // stop feeding a rank that is gone
+			}
+			var rerr error
+			switch {
+			case ev.err != nil:
+				rerr = fmt.Errorf("rank %d (pid %d): %w", ev.rank, j.procs[ev.rank].Pid(), ev.err)
+				if code == 0 {
+					code = ExitSetup
+				}
+			case ev.status.Failed() && !j.causedByUs(ev.rank, ev.status):
+				rerr = &RankError{Rank: ev.rank, Pid: j.procs[ev.rank].Pid(), Host: j.places[ev.rank].host, Status: ev.status}
+				if code == 0 {
+					code = ev.status.ShellCode()
+				}
+			default:
+				continue
+			}
+			j.sink.message(rerr.Error())
+			errs = append(errs, rerr)
+			if !terminating {
+				terminate(syscall.SIGTERM)
+			}
+
+		case <-done:
+			done = nil
+			sig := syscall.SIGTERM
+			var se *SignalError
+			if errors.As(context.Cause(ctx), &se) {
+				sig = se.Signal
+			}
+			if terminating {
+				// Asked again while already ending the job: stop waiting.
+				j.signalRunning(syscall.SIGKILL)
+				continue
+			}
+			err := fmt.Errorf("job interrupted: %w", context.Cause(ctx))
+			j.sink.message(fmt.Sprintf("%v; terminating %d rank(s)", err, running))
+			errs = append(errs, err)
+			code = 128 + int(sig)
+			terminate(sig)
+
+		case <-timeoutC:
+			timeoutC = nil
+			if terminating {
+				continue
+			}
+			err := fmt.Errorf("%w after %v", ErrTimeout, j.cfg.Timeout)
+			j.sink.message(err.Error())
+			errs = append(errs, err)
+			code = ExitTimeout
+			terminate(syscall.SIGTERM)
+
+		case <-graceC:
+			graceC = nil
+			j.signalRunning(syscall.SIGKILL)
+		}
+	}
+
+	switch len(errs) {
+	case 0:
+		return code, nil
+	case 1:
+		return code, errs[0]
+	default:
+		return code, multierror.Append(nil, errs...)
+	}
+}
+
+// signalRunning sends sig to every rank not yet reaped, remembering it so the
+// resulting deaths are not reported as failures.
+func (j *job) signalRunning(sig syscall.Signal) {
+	for r, p := range j.procs {
+		if j.exited[r] {
+			continue
+		}
+		j.sent[r] |= 1 << uint(sig)
+		p.Signal(sig)
+	}
+}
+
+// causedByUs reports whether status is explained by a signal the launcher
+// sent rank: death by that signal, or the 128+signal status of a shell or
+// a handler that exits the conventional way.
+func (j *job) causedByUs(rank int, st ExitStatus) bool {
+	sent := j.sent[rank]
+	if sent == 0 {
+		return false
+	}
+	if st.Signal != 0 {
+		return sent&(1<<uint(st.Signal)) != 0
+	}
+	s := st.Code - 128
+	return s > 0 && s < 64 && sent&(1<<uint(s)) != 0
+}
