@@ -1,0 +1,144 @@
+package mpi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gompix/gompix/launcher"
+	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/pt2pt/inproc"
+)
+
+// Two harnesses run the same scenarios:
+//
+//   - runInProc: goroutine ranks over pt2pt/inproc, under -race, no cgo
+//     transport;
+//   - runJob: real processes over UCX, started through the launcher
+//     library, re-executing this test binary in child mode (TestMain).
+
+// scenario is one multi-rank test body. It runs on every rank and returns
+// an error on that rank's failure.
+type scenario func(w *Comm) error
+
+var scenarios = map[string]scenario{}
+
+const childEnv = "GOMPIX_TEST_SCENARIO"
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(childEnv); name != "" {
+		os.Exit(runChild(name))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild is a rank of a real job: Init, the scenario, Finalize.
+func runChild(name string) int {
+	sc, ok := scenarios[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown scenario %q\n", name)
+		return 3
+	}
+	if err := Init(); err != nil {
+		fmt.Fprintln(os.Stderr, "init:", err)
+		return 2
+	}
+	if err := sc(World()); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %d: %s: %v\n", World().Rank(), name, err)
+		Finalize()
+		return 1
+	}
+	if err := Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "finalize:", err)
+		return 2
+	}
+	return 0
+}
+
+// runJob runs scenario name on n real processes over UCX.
+func runJob(t *testing.T, name string, n int) {
+	t.Helper()
+	if _, ok := scenarios[name]; !ok {
+		t.Fatalf("no scenario %q", name)
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	code, err := launcher.Run(ctx, launcher.Config{
+		NP:      n,
+		Program: os.Args[0],
+		Args:    []string{"-test.run=^$"},
+		Env:     []string{childEnv + "=" + name, "GOMPIX_SPIN=64"},
+		Timeout: 2 * time.Minute,
+		Stdout:  &out,
+		Stderr:  &errb,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("%s on %d ranks: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, n, code, err, out.String(), errb.String())
+	}
+}
+
+// runInProc runs scenario sc on n goroutine ranks.
+func runInProc(t *testing.T, n int, sc scenario) {
+	t.Helper()
+	f := inproc.NewFabric(n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			e := pt2pt.NewEngine(f.Transport(r), pt2pt.Options{SpinIterations: 16})
+			errs[r] = sc(newComm(e.World()))
+		}(r)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("in-process job hung")
+	}
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// runBoth runs every named scenario in-process and, unless -short, as a
+// real job, for each rank count.
+func runBoth(t *testing.T, names []string, sizes ...int) {
+	sort.Strings(names)
+	for _, name := range names {
+		for _, n := range sizes {
+			t.Run(fmt.Sprintf("%s/inproc/np%d", name, n), func(t *testing.T) {
+				runInProc(t, n, scenarios[name])
+			})
+			t.Run(fmt.Sprintf("%s/ucx/np%d", name, n), func(t *testing.T) {
+				if testing.Short() {
+					t.Skip("multi-process UCX run skipped in -short mode")
+				}
+				runJob(t, name, n)
+			})
+		}
+	}
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func scenarioNames(prefix string) []string {
+	var out []string
+	for k := range scenarios {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
