@@ -1,0 +1,90 @@
+#!/bin/sh
+# device-check.sh: the same GPU checks in every session (DEVICE.md).
+#
+#   scripts/device-check.sh build      here (no GPU): go test -c each package
+#                                      in PKGS into .device/<name>.test
+#   scripts/device-check.sh gen        there: kernels/gen.sh "$OUT" (nvcc)
+#   scripts/device-check.sh abi        there: compile internal/cudadrv/abi_check.c
+#                                      against cuda.h/nvrtc.h (hand-written ABI)
+#   scripts/device-check.sh run        there: every .device/*.test with
+#                                      GOMPIX_REQUIRE_GPU=1 -test.v, logs in $OUT
+#   scripts/device-check.sh bench      there: the benchmarks of BENCH_PKGS
+#
+# From a developer machine, after `build`, one device call does it all:
+#   run(carry=[".device"], kind="nvidia-h200-x2",
+#       command="scripts/device-check.sh abi run bench")
+#
+# To add a package, append it to PKGS (and to BENCH_PKGS for benchmarks).
+set -u
+PKGS=${PKGS:-"internal/cudadrv kernels"}
+BENCH_PKGS=${BENCH_PKGS:-"kernels"}
+BENCH=${BENCH:-.}
+BENCHTIME=${BENCHTIME:-2s}
+root=$(cd "$(dirname "$0")/.." && pwd)
+dev=$root/.device
+out=${OUT:-$root/.device/out}
+status=0
+
+# Never let anything started from here use NVLink multicast (DEVICE.md).
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+name() { echo "$1" | tr / _; }
+
+build() {
+	mkdir -p "$dev"
+	for p in $PKGS; do
+		echo "build: $p -> .device/$(name "$p").test"
+		(cd "$root" && go test -c -o "$dev/$(name "$p").test" "./$p") || status=1
+	done
+	# What the run mode needs beside the binaries.
+	cp "$root/scripts/device-check.sh" "$dev/" 2>/dev/null || true
+}
+
+gen() {
+	mkdir -p "$out"
+	"$root/kernels/gen.sh" "$out" 2>&1 | tee "$out/gen.log" || status=1
+}
+
+abi() {
+	mkdir -p "$out"
+	cuda=${CUDA_HOME:-/usr/local/cuda}
+	{
+		gcc -std=c11 -Wall -Werror -I"$cuda/include" -I"$root/internal/cudadrv" \
+			-o /tmp/gx_abi_check "$root/internal/cudadrv/abi_check.c" && /tmp/gx_abi_check
+	} >"$out/abi.log" 2>&1 || status=1
+	cat "$out/abi.log"
+}
+
+run() {
+	mkdir -p "$out"
+	{ nvidia-smi -L; nvidia-smi topo -m; } >"$out/gpus.log" 2>&1
+	for p in $PKGS; do
+		bin=$dev/$(name "$p").test
+		[ -x "$bin" ] || { echo "run: $bin missing (run build first)"; status=1; continue; }
+		log=$out/$(name "$p").log
+		echo "run: $p"
+		(cd "$root/$p" && GOMPIX_REQUIRE_GPU=1 "$bin" -test.v -test.count=1 -test.timeout=8m) >"$log" 2>&1 ||
+			{ status=1; echo "run: $p FAILED (see $log)"; }
+		grep -E '^(--- FAIL|FAIL|ok|PASS)' "$log" | tail -n 20
+	done
+}
+
+bench() {
+	mkdir -p "$out"
+	for p in $BENCH_PKGS; do
+		bin=$dev/$(name "$p").test
+		log=$out/$(name "$p").bench.log
+		(cd "$root/$p" && GOMPIX_REQUIRE_GPU=1 "$bin" -test.run '^$' -test.bench "$BENCH" \
+			-test.benchtime "$BENCHTIME" -test.benchmem) >"$log" 2>&1 || status=1
+		cat "$log"
+	done
+}
+
+[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
+for mode in "$@"; do
+	case $mode in
+	build | gen | abi | run | bench) $mode ;;
+	*) echo "device-check.sh: unknown mode $mode" >&2; exit 2 ;;
+	esac
+done
+exit $status
