@@ -68,10 +68,11 @@ type Config struct {
 	Program string
 	Args    []string
 	// Stdin feeds rank 0; the other ranks read /dev/null. Nil gives rank 0
-	// /dev/null too. An *os.File is handed to rank 0 directly; any other
-	// reader is copied through a pipe by a goroutine that ends at EOF or
-	// when rank 0 exits, unless it is blocked in Read at that moment: a
-	// reader that never returns keeps that one goroutine alive.
+	// /dev/null too. An *os.File that is a file or a pipe is handed to rank
+	// 0 directly; a terminal, or any other reader, is copied through a pipe
+	// by a goroutine that ends at EOF or when rank 0 exits, unless it is
+	// blocked in Read at that moment: a reader that never returns keeps that
+	// one goroutine alive.
 	Stdin io.Reader
 	// Stdout and Stderr receive the ranks' output, line by line. Nil means
 	// os.Stdout and os.Stderr. Launcher messages (which rank failed, the

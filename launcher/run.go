@@ -271,12 +271,20 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 
 // rank0Stdin returns what rank 0 reads: the caller's *os.File as is, a pipe
 // fed by a goroutine for any other reader, or nil (/dev/null).
+//
+// A terminal is never handed over: rank 0 leads its own process group, which
+// is not the terminal's foreground group, so reading the terminal would stop
+// it with SIGTTIN. The launcher, in the foreground, reads it instead.
 func (j *job) rank0Stdin() (io.Reader, error) {
-	switch in := j.cfg.Stdin.(type) {
+	in := j.cfg.Stdin
+	if f, ok := in.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice == 0 {
+			return f, nil
+		}
+	}
+	switch in.(type) {
 	case nil:
 		return nil, nil
-	case *os.File:
-		return in, nil
 	default:
 		r, w, err := os.Pipe()
 		if err != nil {

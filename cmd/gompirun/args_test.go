@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gompix/gompix/launcher"
+)
+
+func TestParseArgs(t *testing.T) {
+	hf := map[string]string{
+		"hosts":  "# cluster\nnode1 slots=4 max_slots=8\nnode2:2   # trailing\n\nnode3\n",
+		"bad":    "node1 slots=x\n",
+		"weird":  "node1 cpus=4\n",
+		"empty":  "# nothing\n",
+		"single": "localhost slots=2\n",
+	}
+	readFile := func(name string) ([]byte, error) {
+		if s, ok := hf[name]; ok {
+			return []byte(s), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	type want struct {
+		np      int
+		hosts   []launcher.HostSlots
+		env     []string
+		tag     bool
+		timeout time.Duration
+		gpu     string
+		agent   string
+		program string
+		args    []string
+	}
+	tests := []struct {
+		name string
+		args string
+		want want
+		err  string // substring; "usage" checks for *usageError too
+	}{
+		{"mpirun classic", "-n 2 hostname", want{np: 2, program: "hostname", args: []string{}}, ""},
+		{"program's own -n", "-n 2 hostname -n 5", want{np: 2, program: "hostname", args: []string{"-n", "5"}}, ""},
+		{"-np", "-np 4 ./a.out x", want{np: 4, program: "./a.out", args: []string{"x"}}, ""},
+		{"--np", "--np 3 prog", want{np: 3, program: "prog", args: []string{}}, ""},
+		{"--n=", "--n=5 prog", want{np: 5, program: "prog", args: []string{}}, ""},
+		{"-np=", "-np=6 prog", want{np: 6, program: "prog", args: []string{}}, ""},
+		{"no -n", "prog", want{program: "prog", args: []string{}}, ""},
+		{"double dash ends flags", "-n 1 -- -weird-prog --tag-output", want{np: 1, program: "-weird-prog", args: []string{"--tag-output"}}, ""},
+		{"flags after program belong to it", "prog --tag-output --timeout 3", want{program: "prog", args: []string{"--tag-output", "--timeout", "3"}}, ""},
+		{"hosts", "-H a:2,b,c:3 -H d prog",
+			want{hosts: []launcher.HostSlots{{Name: "a", Slots: 2}, {Name: "b", Slots: 1}, {Name: "c", Slots: 3}, {Name: "d", Slots: 1}}, program: "prog", args: []string{}}, ""},
+		{"--host= and ipv6", "--host=[::1]:2,[fe80::1] prog",
+			want{hosts: []launcher.HostSlots{{Name: "::1", Slots: 2}, {Name: "fe80::1", Slots: 1}}, program: "prog", args: []string{}}, ""},
+		{"hostfile", "--hostfile hosts -n 7 prog",
+			want{np: 7, hosts: []launcher.HostSlots{{Name: "node1", Slots: 4}, {Name: "node2", Slots: 2}, {Name: "node3", Slots: 1}}, program: "prog", args: []string{}}, ""},
+		{"-hostfile single dash", "-hostfile single prog",
+			want{hosts: []launcher.HostSlots{{Name: "localhost", Slots: 2}}, program: "prog", args: []string{}}, ""},
+		{"-x", "-x A=1 -x HOME -x B=x=y prog", want{env: []string{"A=1", "HOME", "B=x=y"}, program: "prog", args: []string{}}, ""},
+		{"tag-output", "--tag-output -tag-output prog", want{tag: true, program: "prog", args: []string{}}, ""},
+		{"timeout seconds", "--timeout 5 prog", want{timeout: 5 * time.Second, program: "prog", args: []string{}}, ""},
+		{"timeout fraction", "--timeout=0.5 prog", want{timeout: 500 * time.Millisecond, program: "prog", args: []string{}}, ""},
+		{"timeout duration", "--timeout 2m prog", want{timeout: 2 * time.Minute, program: "prog", args: []string{}}, ""},
+		{"gpu-bind", "--gpu-bind none prog", want{gpu: "none", program: "prog", args: []string{}}, ""},
+		{"launch-agent", "--launch-agent 'ssh -p 22' prog", want{agent: "ssh -p 22", program: "prog", args: []string{}}, ""},
+
+		{"unknown flag", "--frobnicate prog", want{}, "usage:unknown option"},
+		{"unknown short", "-z prog", want{}, "usage:unknown option"},
+		{"missing program", "-n 2", want{}, "usage:no program"},
+		{"nothing", "", want{}, "usage:no program"},
+		{"missing value", "-n", want{}, "usage:needs a value"},
+		{"bad np", "-n two prog", want{}, "usage:positive"},
+		{"zero np", "-n 0 prog", want{}, "usage:positive"},
+		{"bad timeout", "--timeout soon prog", want{}, "usage:--timeout"},
+		{"negative timeout", "--timeout -1 prog", want{}, "usage:--timeout"},
+		{"bad gpu-bind", "--gpu-bind socket prog", want{}, "usage:--gpu-bind"},
+		{"bad slots", "-H a:0 prog", want{}, "usage:slot count"},
+		{"empty host", "-H a,,b prog", want{}, "usage:empty host"},
+		{"bad -x", "-x =1 prog", want{}, "usage:-x"},
+		{"hostfile and host", "-H a --hostfile hosts prog", want{}, "usage:not both"},
+		{"missing hostfile", "--hostfile nope prog", want{}, "usage:--hostfile"},
+		{"bad hostfile slots", "--hostfile bad prog", want{}, "usage:bad:1: bad slot count"},
+		{"unknown hostfile field", "--hostfile weird prog", want{}, "usage:unknown field"},
+		{"empty hostfile", "--hostfile empty prog", want{}, "usage:no hosts"},
+		{"bool with bad value", "--tag-output=maybe prog", want{}, "usage:tag-output"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseArgsWith(splitArgs(tt.args), readFile)
+			if tt.err != "" {
+				msg, isUsage := strings.CutPrefix(tt.err, "usage:")
+				var ue *usageError
+				if err == nil || !strings.Contains(err.Error(), msg) || (isUsage && !errors.As(err, &ue)) {
+					t.Fatalf("err = %v (%T), want usage error containing %q", err, err, msg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{cfg.NP, cfg.Hosts, cfg.Env, cfg.TagOutput, cfg.Timeout, cfg.GPUBind, cfg.LaunchAgent, cfg.Program, cfg.Args}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("parseArgs(%s)\n got %+v\nwant %+v", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseArgsHelpVersion(t *testing.T) {
+	for args, want := range map[string]error{
+		"-h":                errHelp,
+		"--help":            errHelp,
+		"-n 2 --help":       errHelp,
+		"--version":         errVersion,
+		"--version --help":  errHelp,
+		"-help prog ignore": errHelp,
+	} {
+		if _, err := parseArgs(splitArgs(args)); err != want {
+			t.Errorf("parseArgs(%s) = %v, want %v", args, err, want)
+		}
+	}
+}
+
+// splitArgs splits on spaces, keeping single-quoted runs together.
+func splitArgs(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, inWord := false, false
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
+}

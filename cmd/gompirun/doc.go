@@ -1,0 +1,33 @@
+// Command gompirun starts a gompix job: gompirun -n N [flags] PROGRAM [ARGS].
+//
+// It starts N processes of any program (gompirun -n 2 hostname works), gives
+// each the job environment (GOMPIX_RANK, GOMPIX_SIZE, ...; see
+// internal/wireup), streams their output line by line, and exits with the
+// job's status: 0 when every rank exits 0, the first failed rank's status
+// (128+signal for a signal) otherwise, 124 when --timeout ends the job, 130
+// or 143 when gompirun is interrupted by SIGINT or SIGTERM (the signal is
+// forwarded to every rank first), 2 for a usage error.
+//
+// Flags follow mpirun's habits and parsing stops at the program name, so
+// flags after it belong to the program:
+//
+//	-n, -np, --np N        number of ranks (also --n=N, --np=N)
+//	-H, --host h:s,...     hosts and their slots (slots default to 1)
+//	--hostfile FILE        lines of "host [slots=N]" or "host:N"; # comments
+//	-x NAME[=VAL]          set NAME in every rank, or copy gompirun's value
+//	--tag-output           prefix lines with [1,<rank>]<stdout>: / <stderr>:
+//	--timeout T            end the job after T seconds (or a Go duration: 30s)
+//	--gpu-bind local|none  GPU binding policy (local: local_rank % ngpus)
+//	--launch-agent CMD     remote start command (ssh by default)
+//	-h, --help; --version
+//
+// Every long flag may be written with one dash or two, and with its value
+// after "=" or as the next argument.
+//
+// Layer: the top of the launcher stack. It imports launcher and internal
+// packages only; all job logic lives in launcher, so this package is the
+// argument parser, signal wiring and the exit status.
+//
+// Concurrency: main runs the job on its goroutine; one goroutine turns
+// SIGINT/SIGTERM into cancellation of the job's context.
+package main

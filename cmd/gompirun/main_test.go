@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mainEnv makes the test binary act as gompirun itself, so the tests below
+// exercise main's signal wiring in a real process.
+const mainEnv = "GOMPIRUN_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Unsetenv(mainEnv)
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+func gompirunCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	return cmd
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !asExit(err, &ee) {
+		t.Fatalf("running gompirun: %v", err)
+	}
+	return ee.ExitCode()
+}
+
+func asExit(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	*ee = e
+	return ok
+}
+
+func TestExitStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"success", []string{"-n", "2", "sh", "-c", "echo hi"}, 0, "hi\nhi\n", ""},
+		{"rank failure", []string{"-np", "3", "sh", "-c", `test "$GOMPIX_RANK" = 1 && exit 7; sleep 60`}, 7, "", "exited with status 7"},
+		{"timeout", []string{"--timeout", "0.3", "-n", "1", "sleep", "60"}, 124, "", "gompirun: job timed out after 300ms"},
+		{"usage", []string{"--bogus", "true"}, 2, "", "unknown option"},
+		{"no program", []string{"-n", "2"}, 2, "", "no program"},
+		{"help", []string{"--help"}, 0, "usage: gompirun", ""},
+		{"version", []string{"--version"}, 0, "gompirun (gompix)", ""},
+		{"not found", []string{"-n", "1", "gompix-no-such-program"}, 127, "", "cannot start rank 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			cmd := gompirunCmd(tc.args...)
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			start := time.Now()
+			code := exitCode(t, cmd.Run())
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %q", code, tc.code, errb.String())
+			}
+			if time.Since(start) > 8*time.Second {
+				t.Errorf("took %v", time.Since(start))
+			}
+			if !strings.Contains(out.String(), tc.stdout) || (tc.stdout == "" && tc.code != 0 && out.Len() != 0) {
+				t.Errorf("stdout %q, want %q", out.String(), tc.stdout)
+			}
+			if !strings.Contains(errb.String(), tc.stderr) {
+				t.Errorf("stderr %q, want %q", errb.String(), tc.stderr)
+			}
+		})
+	}
+}
+
+func TestSignalForwarded(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			// Each rank reports the signal it receives, then exits.
+			script := fmt.Sprintf(`trap 'echo "rank $GOMPIX_RANK got %s"; exit 0' %s; echo ready; while :; do sleep 0.05; done`,
+				strings.TrimPrefix(sigName(tc.sig), "SIG"), strings.TrimPrefix(sigName(tc.sig), "SIG"))
+			cmd := gompirunCmd("--tag-output", "-n", "2", "sh", "-c", script)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stdout)
+			var lines []string
+			for ready := 0; ready < 2 && sc.Scan(); {
+				lines = append(lines, sc.Text())
+				if strings.HasSuffix(sc.Text(), "ready") {
+					ready++
+				}
+			}
+			cmd.Process.Signal(tc.sig)
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			code := exitCode(t, cmd.Wait())
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr %q", code, tc.code, errb.String())
+			}
+			got := strings.Join(lines, "\n")
+			for r := range 2 {
+				want := fmt.Sprintf("[1,%d]<stdout>:rank %d got %s", r, r, strings.TrimPrefix(sigName(tc.sig), "SIG"))
+				if !strings.Contains(got, want) {
+					t.Errorf("output %q lacks %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+func sigName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
