@@ -17,9 +17,16 @@ type Comm struct {
 	// the collective sequence).
 	collMu sync.Mutex
 	coll   collState
+	// nodeID is the index of this process's node (for SplitType).
+	nodeID int
 }
 
 func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc} }
+
+// derive wraps a communicator created from c.
+func (c *Comm) derive(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, nodeID: c.nodeID} }
+
+func (c *Comm) node() int { return c.nodeID }
 
 // Rank is the calling process's rank in c.
 func (c *Comm) Rank() int { return c.pc.Rank() }
@@ -270,11 +277,16 @@ func (c *Comm) irecv(op string, b Buffer, src, tag int, pin bool) (*Request, err
 
 // Send sends buf to rank dest with tag (blocking, standard mode).
 func (c *Comm) Send(buf Buffer, dest, tag int) error {
-	r, err := c.isend("send", buf, dest, tag, false, true)
-	if err != nil {
+	if err := c.check("send"); err != nil {
 		return err
 	}
-	_, err = r.Wait()
+	if err := checkBuf("send", buf); err != nil {
+		return err
+	}
+	var p runtime.Pinner
+	buf.pin(&p)
+	err := c.pc.Send(buf.mem(), dest, tag, false)
+	p.Unpin()
 	return err
 }
 
@@ -293,11 +305,17 @@ func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
 // message larger than buf fails with ErrTruncate; the status then gives the
 // message's real size.
 func (c *Comm) Recv(buf Buffer, src, tag int) (Status, error) {
-	r, err := c.irecv("recv", buf, src, tag, true)
-	if err != nil {
+	if err := c.check("recv"); err != nil {
 		return Status{}, err
 	}
-	return r.Wait()
+	if err := checkBuf("recv", buf); err != nil {
+		return Status{}, err
+	}
+	var p runtime.Pinner
+	buf.pin(&p)
+	st, err := c.pc.Recv(buf.mem(), src, tag)
+	p.Unpin()
+	return toStatus(st, buf.Type().Size()), err
 }
 
 // Isend starts a standard-mode send.

@@ -74,11 +74,14 @@ func runJob(t *testing.T, name string, n int) {
 		NP:      n,
 		Program: os.Args[0],
 		Args:    []string{"-test.run=^$"},
-		Env:     []string{childEnv + "=" + name, "GOMPIX_SPIN=64"},
+		Env:     []string{childEnv + "=" + name, "GOMPIX_SPIN="+spinEnv},
 		Timeout: 2 * time.Minute,
 		Stdout:  &out,
 		Stderr:  &errb,
 	})
+	if testing.Verbose() {
+		t.Log(out.String())
+	}
 	if err != nil || code != 0 {
 		t.Fatalf("%s on %d ranks: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, n, code, err, out.String(), errb.String())
 	}
@@ -142,3 +145,7 @@ func scenarioNames(prefix string) []string {
 	}
 	return out
 }
+
+// spinEnv is the GOMPIX_SPIN the multi-process tests run with: short
+// spins, so that 4 ranks on 2 cores also exercise the sleep path.
+var spinEnv = "64"

@@ -102,6 +102,7 @@ func start() (*state, error) {
 	}
 	s.engine = pt2pt.NewEngine(t, pt2pt.Options{SpinIterations: spin})
 	s.world = newComm(s.engine.World())
+	s.world.nodeID = env.Node
 	return s, nil
 }
 

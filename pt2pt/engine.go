@@ -68,8 +68,15 @@ func (e *Engine) claimContext(id uint32) error {
 // progress with sleeping in the transport so idle ranks leave the CPU to
 // others.
 func (e *Engine) wait(op Op) {
+	fp, focused := e.t.(FocusedProgresser)
 	for i := 0; !op.Done(); i++ {
-		if e.t.Progress() || op.Done() {
+		var progressed bool
+		if focused {
+			progressed = fp.ProgressFor(op)
+		} else {
+			progressed = e.t.Progress()
+		}
+		if progressed || op.Done() {
 			continue
 		}
 		if i >= e.spin {
@@ -249,6 +256,65 @@ func (c *Comm) isend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (
 		return nil, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
 	return &Request{op: op, comm: c, dest: dest}, nil
+}
+
+// Send is the blocking Isend + Wait, without allocating a Request.
+func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
+	if err := c.check("send"); err != nil {
+		return err
+	}
+	if err := c.checkPeer("send", dest, false); err != nil {
+		return err
+	}
+	if err := checkTag("send", tag, false); err != nil {
+		return err
+	}
+	if err := checkMem("send", m); err != nil {
+		return err
+	}
+	if dest == ProcNull {
+		return nil
+	}
+	op, err := c.e.t.Isend(c.WorldRank(dest), m, packTag(c.ctx, c.rank, tag), sync)
+	if err != nil {
+		return &OpError{Op: "send", Class: ErrOther, Err: err}
+	}
+	r := Request{op: op, comm: c, dest: dest}
+	if !op.Done() {
+		c.e.wait(op)
+	}
+	r.finish()
+	return r.err
+}
+
+// Recv is the blocking Irecv + Wait, without allocating a Request.
+func (c *Comm) Recv(m Mem, src, tag int) (Status, error) {
+	if err := c.check("recv"); err != nil {
+		return Status{}, err
+	}
+	if err := c.checkPeer("recv", src, true); err != nil {
+		return Status{}, err
+	}
+	if err := checkTag("recv", tag, true); err != nil {
+		return Status{}, err
+	}
+	if err := checkMem("recv", m); err != nil {
+		return Status{}, err
+	}
+	if src == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, nil
+	}
+	t, mask := matchTag(c.ctx, src, tag)
+	op, err := c.e.t.Irecv(m, t, mask)
+	if err != nil {
+		return Status{}, &OpError{Op: "recv", Class: ErrOther, Err: err}
+	}
+	r := Request{op: op, comm: c, recv: true, bufLen: m.Len}
+	if !op.Done() {
+		c.e.wait(op)
+	}
+	r.finish()
+	return r.status, r.err
 }
 
 // Irecv starts a receive into m from src (or AnySource) with tag (or

@@ -78,3 +78,12 @@ type Transport interface {
 	// Close releases the transport; the engine calls it at Finalize.
 	Close() error
 }
+
+// FocusedProgresser is implemented by transports that can progress until
+// one particular operation completes, stopping the moment it does (UCX
+// polls in C, checking the request between rounds). Blocking waits use it
+// when available: a fixed batch of rounds would keep polling after the
+// message has arrived, which costs latency.
+type FocusedProgresser interface {
+	ProgressFor(op Op) bool
+}

@@ -165,6 +165,14 @@ type op struct {
 
 func (o *op) Done() bool { return o.req.Done() }
 
+// sentOp is a send that completed inside the posting call.
+type sentOp struct{}
+
+func (sentOp) Done() bool           { return true }
+func (sentOp) Result() pt2pt.Result { return pt2pt.Result{} }
+func (sentOp) Cancel()              {}
+func (sentOp) Release()             {}
+
 func (o *op) Result() pt2pt.Result {
 	st, tag, n := o.req.Result()
 	res := pt2pt.Result{Tag: tag, Len: int(n)}
@@ -205,6 +213,12 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 	if err != nil {
 		return nil, err
 	}
+	if req.Done() {
+		if st, _, _ := req.Result(); st == ucxbind.StatusOK {
+			// Completed inline (eager): nothing to track, no allocation.
+			return sentOp{}, nil
+		}
+	}
 	return &op{t: t, req: req}, nil
 }
 
@@ -240,6 +254,26 @@ func (t *Transport) Progress() bool {
 		return false
 	}
 	n := t.w.Progress(16)
+	t.mu.Unlock()
+	if n > 0 && t.sleepers.Load() > 0 {
+		t.w.Signal()
+	}
+	return n > 0
+}
+
+// ProgressFor polls the worker until op completes or a batch of rounds has
+// passed, checking op's request memory between rounds inside the C loop.
+func (t *Transport) ProgressFor(p pt2pt.Op) bool {
+	o, ok := p.(*op)
+	if !ok {
+		return t.Progress()
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return false
+	}
+	n := t.w.ProgressUntil(&o.req, 64)
 	t.mu.Unlock()
 	if n > 0 && t.sleepers.Load() > 0 {
 		t.w.Signal()
