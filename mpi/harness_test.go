@@ -74,7 +74,7 @@ func runJob(t *testing.T, name string, n int) {
 		NP:      n,
 		Program: os.Args[0],
 		Args:    []string{"-test.run=^$"},
-		Env:     []string{childEnv + "=" + name, "GOMPIX_SPIN="+spinEnv},
+		Env:     []string{childEnv + "=" + name, "GOMPIX_SPIN=" + spinEnv},
 		Timeout: 2 * time.Minute,
 		Stdout:  &out,
 		Stderr:  &errb,
