@@ -1,0 +1,57 @@
+package coll
+
+// Rabenseifner's allreduce: a reduce-scatter by recursive halving followed by
+// an allgather by recursive doubling.
+//
+// After folding to a power of two p2 ≤ p (see fold), the vector is cut into
+// p2 blocks. In the halving phase, at distance m = p2/2, p2/4, …, 1 a rank
+// keeps the half of its current range that its new rank's bit m selects,
+// sends the other half to the partner r XOR m and reduces the partner's copy
+// of the kept half; it ends owning block nr, fully reduced. The doubling
+// phase runs the same exchanges in reverse order, doubling the owned range
+// each time. The vector lives in recv; about half a vector of scratch.
+//
+// Commutative ops only (partners at distance p2/2 combine first).
+//
+// Cost: 2 log2 p2 α + 2 (p2-1)/p2 nβ + (p2-1)/p2 nγ, plus the fold's
+// 2(α + nβ) + nγ when p is not a power of two. Few messages and little data:
+// the choice for medium and long vectors.
+func allreduceRabenseifner(b *builder) {
+	b.copy(b.rbuf, b.src)
+	nr, rankOf, p2 := fold(b)
+	if nr >= 0 {
+		_, displs := split(b.count, p2)
+		rng := func(lo, hi int) ref {
+			return b.rbuf.at(displs[lo]*b.esz, (displs[hi]-displs[lo])*b.esz)
+		}
+		// The first half of the blocks is never smaller than the second.
+		tmp := b.alloc(displs[p2/2] * b.esz)
+		lo, hi := 0, p2
+		for mask := p2 / 2; mask >= 1; mask >>= 1 {
+			peer := rankOf(nr ^ mask)
+			mid := lo + (hi-lo)/2
+			keepLo, keepHi, giveLo, giveHi := lo, mid, mid, hi
+			if nr&mask != 0 {
+				keepLo, keepHi, giveLo, giveHi = mid, hi, lo, mid
+			}
+			keep := rng(keepLo, keepHi)
+			b.send(rng(giveLo, giveHi), peer)
+			b.recv(tmp.at(0, keep.n), peer)
+			b.reduce(tmp.at(0, keep.n), keep)
+			lo, hi = keepLo, keepHi
+		}
+		b.scaleAvg(rng(lo, hi), b.size)
+		for mask := 1; mask < p2; mask <<= 1 {
+			peer := rankOf(nr ^ mask)
+			plo, phi := hi, hi+mask
+			if nr&mask != 0 {
+				plo, phi = lo-mask, lo
+			}
+			b.sync()
+			b.send(rng(lo, hi), peer)
+			b.recv(rng(plo, phi), peer)
+			lo, hi = min(lo, plo), max(hi, phi)
+		}
+	}
+	unfold(b)
+}

@@ -1,0 +1,210 @@
+package coll
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is a collective operation.
+type Kind uint8
+
+// The collectives.
+const (
+	Barrier Kind = iota
+	Bcast
+	Reduce
+	Allreduce
+	Allgather
+	Allgatherv
+	Gather
+	Gatherv
+	Scatter
+	Scatterv
+	Alltoall
+	Alltoallv
+	ReduceScatter
+	ReduceScatterBlock
+	Scan
+	Exscan
+	numKinds
+)
+
+var kindNames = [numKinds]string{
+	"barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv", "gather", "gatherv",
+	"scatter", "scatterv", "alltoall", "alltoallv", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
+}
+
+// Kinds lists every collective.
+func Kinds() []Kind {
+	ks := make([]Kind, numKinds)
+	for i := range ks {
+		ks[i] = Kind(i)
+	}
+	return ks
+}
+
+func (k Kind) String() string {
+	if k >= numKinds {
+		return fmt.Sprintf("coll.Kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
+// VarName is the configuration variable that forces k's algorithm, e.g.
+// GOMPIX_ALLREDUCE_ALGORITHM.
+func (k Kind) VarName() string { return "GOMPIX_" + strings.ToUpper(k.String()) + "_ALGORITHM" }
+
+// Algorithm is one entry of the catalog: a way to run a collective, with
+// what it requires of the call.
+type Algorithm struct {
+	Kind Kind
+	Name string
+	// PowerOfTwo: the number of ranks must be a power of two.
+	PowerOfTwo bool
+	// Commutative: the operation must be commutative (the algorithm
+	// combines contributions out of rank order).
+	Commutative bool
+	// Cost is the α-β cost model (p ranks, n bytes; α latency, β time per
+	// byte, γ time per byte reduced), as in the algorithm's file.
+	Cost string
+
+	build func(b *builder)
+}
+
+// Applicable reports whether a can run a call on ranks ranks with an
+// operation that is (or is not) commutative.
+func (a Algorithm) Applicable(ranks int, commutative bool) bool {
+	if a.build == nil {
+		return false
+	}
+	if a.PowerOfTwo && !isPow2(ranks) {
+		return false
+	}
+	if a.Commutative && !commutative {
+		return false
+	}
+	return true
+}
+
+func (a Algorithm) String() string { return a.Kind.String() + ":" + a.Name }
+
+// catalog is the table of algorithms. Entries are grouped by collective; the
+// first entry of a collective is its fallback and must have no restriction.
+var catalog = []Algorithm{
+	{Kind: Barrier, Name: "dissemination", Cost: "⌈log2 p⌉α", build: barrierDissemination},
+
+	{Kind: Bcast, Name: "binomial", Cost: "⌈log2 p⌉(α + nβ)", build: bcastBinomial},
+	{Kind: Bcast, Name: "scatter_allgather", Cost: "(⌈log2 p⌉ + p - 1)α + 2(p-1)/p nβ", build: bcastScatterAllgather},
+
+	{Kind: Reduce, Name: "binomial", Cost: "⌈log2 p⌉(α + nβ + nγ)", build: reduceBinomial},
+
+	{Kind: Allreduce, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + nγ) (+2(α+nβ) when p is not a power of two)", build: allreduceRecursiveDoubling},
+	{Kind: Allreduce, Name: "ring", Commutative: true, Cost: "2(p-1)α + 2(p-1)/p nβ + (p-1)/p nγ", build: allreduceRing},
+	{Kind: Allreduce, Name: "rabenseifner", Commutative: true, Cost: "2 log2 p α + 2(p-1)/p nβ + (p-1)/p nγ (power-of-two p)", build: allreduceRabenseifner},
+
+	{Kind: Allgather, Name: "ring", Cost: "(p-1)α + (p-1)nβ (n per rank)", build: allgatherRing},
+	{Kind: Allgather, Name: "recursive_doubling", PowerOfTwo: true, Cost: "log2 p α + (p-1)nβ", build: allgatherRecursiveDoubling},
+	{Kind: Allgather, Name: "bruck", Cost: "⌈log2 p⌉α + (p-1)nβ + local rotation", build: allgatherBruck},
+
+	{Kind: Allgatherv, Name: "ring", Cost: "(p-1)α + Σn_i β", build: allgatherRing},
+
+	{Kind: Gather, Name: "binomial", Cost: "⌈log2 p⌉α + (p-1)nβ (n per rank)", build: gatherBinomial},
+	{Kind: Gatherv, Name: "linear", Cost: "(p-1)α + Σn_i β at the root", build: gathervLinear},
+	{Kind: Scatter, Name: "binomial", Cost: "⌈log2 p⌉α + (p-1)nβ (n per rank)", build: scatterBinomial},
+	{Kind: Scatterv, Name: "linear", Cost: "(p-1)α + Σn_i β at the root", build: scattervLinear},
+
+	{Kind: Alltoall, Name: "pairwise", Cost: "(p-1)α + (p-1)nβ (n per block)", build: alltoallPairwise},
+	{Kind: Alltoall, Name: "bruck", Cost: "⌈log2 p⌉α + ⌈log2 p⌉ p/2 nβ + local packing", build: alltoallBruck},
+	{Kind: Alltoallv, Name: "pairwise", Cost: "(p-1)α + Σn_i β", build: alltoallPairwise},
+
+	{Kind: ReduceScatter, Name: "reduce_scatterv", Cost: "⌈log2 p⌉(α + nβ + nγ) + (p-1)α + nβ", build: reduceScatterReduceScatterv},
+	{Kind: ReduceScatter, Name: "ring", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterRing},
+	{Kind: ReduceScatter, Name: "pairwise", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterPairwise},
+
+	{Kind: ReduceScatterBlock, Name: "reduce_scatterv", Cost: "⌈log2 p⌉(α + nβ + nγ) + (p-1)α + nβ", build: reduceScatterReduceScatterv},
+	{Kind: ReduceScatterBlock, Name: "ring", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterRing},
+	{Kind: ReduceScatterBlock, Name: "pairwise", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterPairwise},
+
+	{Kind: Scan, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + 2nγ)", build: scanRecursiveDoubling},
+	{Kind: Exscan, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + 2nγ)", build: scanRecursiveDoubling},
+}
+
+// Catalog returns the algorithm table (a copy).
+func Catalog() []Algorithm { return append([]Algorithm(nil), catalog...) }
+
+// Lookup finds an algorithm of k by name.
+func Lookup(k Kind, name string) (Algorithm, bool) {
+	for _, a := range catalog {
+		if a.Kind == k && a.Name == name {
+			return a, true
+		}
+	}
+	return Algorithm{}, false
+}
+
+func must(k Kind, name string) Algorithm {
+	a, ok := Lookup(k, name)
+	if !ok {
+		panic("coll: catalog has no " + k.String() + ":" + name) // a bug in Select, not bad input
+	}
+	return a
+}
+
+// Size thresholds of Select, in bytes. They follow the α-β models: latency-
+// bound algorithms below, bandwidth-optimal ones above.
+const (
+	allreduceShort   = 16 << 10 // recursive doubling below
+	allreduceLong    = 4 << 20  // ring from here (rabenseifner between)
+	allgatherShort   = 64 << 10 // total bytes: bruck / recursive doubling below, ring above
+	alltoallShort    = 256      // per-block bytes: bruck below (with ≥ 8 ranks)
+	bcastLong        = 128 << 10
+	reduceScatterBig = 256 << 10 // total bytes: ring from here, pairwise below
+)
+
+// Select picks the algorithm for a collective of kind k on ranks ranks.
+// bytes is the size of one rank's contribution: the whole vector for
+// bcast, reduce, allreduce, scan and the reduce-scatters (their input), one
+// block for the gathers, scatters and all-to-alls. commutative tells whether
+// the op commutes (true for non-reductions). Select is a pure function.
+func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
+	switch k {
+	case Bcast:
+		if bytes >= bcastLong && ranks >= 8 {
+			return must(k, "scatter_allgather")
+		}
+	case Allreduce:
+		if !commutative || bytes < allreduceShort || bytes < 64*ranks || ranks <= 2 {
+			return must(k, "recursive_doubling")
+		}
+		if bytes >= allreduceLong {
+			return must(k, "ring")
+		}
+		return must(k, "rabenseifner")
+	case Allgather:
+		if total := bytes * ranks; total < allgatherShort {
+			if isPow2(ranks) {
+				return must(k, "recursive_doubling")
+			}
+			return must(k, "bruck")
+		}
+		return must(k, "ring")
+	case Alltoall:
+		if bytes <= alltoallShort && ranks >= 8 {
+			return must(k, "bruck")
+		}
+	case ReduceScatter, ReduceScatterBlock:
+		if !commutative {
+			return must(k, "reduce_scatterv")
+		}
+		if bytes >= reduceScatterBig {
+			return must(k, "ring")
+		}
+		return must(k, "pairwise")
+	}
+	for _, a := range catalog {
+		if a.Kind == k {
+			return a
+		}
+	}
+	return Algorithm{Kind: k}
+}

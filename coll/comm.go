@@ -1,0 +1,38 @@
+package coll
+
+// Comm is what the collectives need from point-to-point: tagged, ordered,
+// nonblocking byte messages on a context private to collectives. Messages
+// from one rank to another with the same tag are non-overtaking. Tags used
+// by coll lie in [0, 2^24).
+type Comm interface {
+	Rank() int
+	Size() int
+	// Isend starts sending buf to rank dest. buf is not modified by coll
+	// until the request completes.
+	Isend(buf []byte, dest, tag int) (Request, error)
+	// Irecv starts receiving into buf from rank src (an explicit rank:
+	// collectives never use any-source). A message longer than buf is a
+	// truncation error reported by the request.
+	Irecv(buf []byte, src, tag int) (Request, error)
+}
+
+// Request is a started operation: a point-to-point one from Comm, or a
+// collective returned by State.
+type Request interface {
+	// Test makes progress and reports whether the operation completed, and
+	// its error if so. It never blocks. Once it has reported completion it
+	// keeps reporting the same result.
+	Test() (done bool, err error)
+	// Wait blocks until the operation completes and returns its error.
+	Wait() error
+}
+
+// Counter is implemented by receive requests that know how many bytes
+// arrived. When a Comm's receive requests implement it, the executor checks
+// every message's size against what the schedule expected, so a peer that
+// sent less than the posted buffer (mismatched counts) is an error wrapping
+// dtype.ErrCount rather than a silently short result.
+type Counter interface {
+	// Count is the number of bytes received; valid once the request is done.
+	Count() int
+}

@@ -1,0 +1,670 @@
+package coll
+
+import (
+	"fmt"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
+
+// InPlace, passed as the send buffer (or as the receive buffer of the root of
+// Scatter and Scatterv), selects MPI's in-place variant. It is nil: a nil
+// send buffer means "in place" wherever MPI has an in-place form, and an
+// empty contribution elsewhere.
+var InPlace []byte = nil
+
+// tagMask keeps collective tags in [0, 2^24).
+const tagMask = 1<<24 - 1
+
+// State is the collective engine of one communicator: the Comm, the sequence
+// number that gives each collective its tag, the Mem and the configuration.
+// Not safe for concurrent use (see the package comment); the requests it
+// returns are independent of it.
+type State struct {
+	comm Comm
+	seq  uint32
+	mem  Mem
+	cfg  config
+}
+
+// NewState returns the engine for c. o may be nil.
+func NewState(c Comm, o *Options) *State {
+	s := &State{comm: c, mem: Host{}, cfg: loadConfig(o)}
+	if o != nil && o.Mem != nil {
+		s.mem = o.Mem
+	}
+	return s
+}
+
+// Comm returns the communicator the State runs on.
+func (s *State) Comm() Comm { return s.comm }
+
+// nextTag numbers a collective. Every call consumes a number, even one that
+// fails argument checks, so that a local error does not shift the tags of
+// later collectives.
+func (s *State) nextTag() int {
+	t := int(s.seq & tagMask)
+	s.seq++
+	return t
+}
+
+func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
+	return &builder{
+		kind: k, rank: s.comm.Rank(), size: s.comm.Size(), count: count,
+		t: t, esz: t.Size(), op: op, skipEmpty: true,
+	}
+}
+
+// start selects the algorithm, builds the schedule and returns its request.
+func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Request, error) {
+	alg := s.cfg.choose(b.kind, bytes, b.size, b.op.IsCommutative())
+	if alg.build == nil {
+		return nil, fmt.Errorf("coll: %v: no algorithm", b.kind)
+	}
+	alg.build(b)
+	e := &exec{
+		name: alg.String(), comm: s.comm, mem: s.mem, op: b.op, t: b.t, tag: tag,
+		rounds: b.rounds,
+	}
+	e.bufs[slotSend], e.bufs[slotRecv] = send, recv
+	if b.tmp > 0 {
+		tmp, err := s.mem.Alloc(b.tmp)
+		if err != nil {
+			return nil, fmt.Errorf("coll: %v: scratch: %w", alg, err)
+		}
+		e.bufs[slotTmp] = tmp
+	}
+	return e, nil
+}
+
+func wait(r Request, err error) error {
+	if err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+// Argument checks.
+
+func checkType(k Kind, t dtype.Type) error {
+	if !t.Valid() {
+		return fmt.Errorf("coll: %v: %v: %w", k, t, dtype.ErrType)
+	}
+	return nil
+}
+
+func checkCount(k Kind, what string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("coll: %v: %s %d: %w", k, what, n, ErrCount)
+	}
+	return nil
+}
+
+func (s *State) checkRoot(k Kind, root int) error {
+	if root < 0 || root >= s.comm.Size() {
+		return fmt.Errorf("coll: %v: root %d of %d ranks: %w", k, root, s.comm.Size(), ErrRoot)
+	}
+	return nil
+}
+
+func need(k Kind, what string, buf []byte, n int) error {
+	if len(buf) < n {
+		return fmt.Errorf("coll: %v: %s buffer has %d bytes, the call needs %d: %w", k, what, len(buf), n, ErrBuffer)
+	}
+	return nil
+}
+
+// checkV validates per-rank counts and displacements and returns the extent
+// (in elements) they span.
+func (s *State) checkV(k Kind, what string, counts, displs []int) (int, error) {
+	p := s.comm.Size()
+	if len(counts) != p || len(displs) != p {
+		return 0, fmt.Errorf("coll: %v: %s counts/displacements have %d/%d entries for %d ranks: %w",
+			k, what, len(counts), len(displs), p, ErrCount)
+	}
+	ext := 0
+	for i := range p {
+		if counts[i] < 0 || displs[i] < 0 {
+			return 0, fmt.Errorf("coll: %v: %s count %d displacement %d for rank %d: %w",
+				k, what, counts[i], displs[i], i, ErrCount)
+		}
+		if counts[i] > 0 {
+			ext = max(ext, displs[i]+counts[i])
+		}
+	}
+	return ext, nil
+}
+
+func uniform(count, p int) (counts, displs []int) {
+	counts, displs = make([]int, p), make([]int, p)
+	for i := range p {
+		counts[i], displs[i] = count, i*count
+	}
+	return counts, displs
+}
+
+func recvRef(n int) ref { return ref{s: slotRecv, n: n} }
+func sendRef(n int) ref { return ref{s: slotSend, n: n} }
+
+// Barrier blocks until every rank has called it.
+func (s *State) Barrier() error { return wait(s.Ibarrier()) }
+
+// Ibarrier starts a barrier.
+func (s *State) Ibarrier() (Request, error) {
+	tag := s.nextTag()
+	b := s.newBuilder(Barrier, dtype.Byte, Op{}, 0)
+	b.skipEmpty = false // the messages are the barrier
+	return s.start(b, 0, nil, nil, tag)
+}
+
+// Bcast sends count elements of buf from root to every rank's buf.
+func (s *State) Bcast(buf []byte, count int, t dtype.Type, root int) error {
+	return wait(s.Ibcast(buf, count, t, root))
+}
+
+// Ibcast starts a Bcast.
+func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, error) {
+	tag := s.nextTag()
+	k := Bcast
+	if err := firstErr(checkType(k, t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
+		return nil, err
+	}
+	n := count * t.Size()
+	if err := need(k, "", buf, n); err != nil {
+		return nil, err
+	}
+	b := s.newBuilder(k, t, Op{}, count)
+	b.root, b.rbuf = root, recvRef(n)
+	return s.start(b, n, nil, buf, tag)
+}
+
+// Reduce combines the count elements of every rank's send with op into
+// root's recv (recv is ignored elsewhere). InPlace at the root takes its
+// contribution from recv.
+func (s *State) Reduce(send, recv []byte, count int, t dtype.Type, op Op, root int) error {
+	return wait(s.Ireduce(send, recv, count, t, op, root))
+}
+
+// Ireduce starts a Reduce.
+func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root int) (Request, error) {
+	tag := s.nextTag()
+	k := Reduce
+	if err := firstErr(checkType(k, t), op.check(t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
+		return nil, err
+	}
+	n := count * t.Size()
+	b := s.newBuilder(k, t, op, count)
+	b.root = root
+	isRoot := s.comm.Rank() == root
+	b.inPlace = isRoot && send == nil
+	if isRoot {
+		if err := need(k, "receive", recv, n); err != nil {
+			return nil, err
+		}
+		b.rbuf = recvRef(n)
+	} else {
+		recv = nil
+	}
+	if b.inPlace {
+		b.src = recvRef(n)
+	} else {
+		if err := need(k, "send", send, n); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(n)
+	}
+	return s.start(b, n, send, recv, tag)
+}
+
+// Allreduce combines the count elements of every rank's send with op into
+// every rank's recv. InPlace takes the contribution from recv.
+func (s *State) Allreduce(send, recv []byte, count int, t dtype.Type, op Op) error {
+	return wait(s.Iallreduce(send, recv, count, t, op))
+}
+
+// Iallreduce starts an Allreduce.
+func (s *State) Iallreduce(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	tag := s.nextTag()
+	b, err := s.elementwise(Allreduce, send, recv, count, t, op)
+	if err != nil {
+		return nil, err
+	}
+	return s.start(b, b.rbuf.n, send, recv, tag)
+}
+
+// Scan computes on rank r the reduction of ranks 0..r (inclusive prefix).
+// InPlace takes the contribution from recv.
+func (s *State) Scan(send, recv []byte, count int, t dtype.Type, op Op) error {
+	return wait(s.Iscan(send, recv, count, t, op))
+}
+
+// Iscan starts a Scan.
+func (s *State) Iscan(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	tag := s.nextTag()
+	b, err := s.elementwise(Scan, send, recv, count, t, op)
+	if err != nil {
+		return nil, err
+	}
+	return s.start(b, b.rbuf.n, send, recv, tag)
+}
+
+// Exscan computes on rank r > 0 the reduction of ranks 0..r-1; rank 0's recv
+// is left as it was. InPlace takes the contribution from recv. With Avg, rank
+// r divides by r.
+func (s *State) Exscan(send, recv []byte, count int, t dtype.Type, op Op) error {
+	return wait(s.Iexscan(send, recv, count, t, op))
+}
+
+// Iexscan starts an Exscan.
+func (s *State) Iexscan(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	tag := s.nextTag()
+	b, err := s.elementwise(Exscan, send, recv, count, t, op)
+	if err != nil {
+		return nil, err
+	}
+	return s.start(b, b.rbuf.n, send, recv, tag)
+}
+
+// elementwise checks and sets up Allreduce, Scan, Exscan.
+func (s *State) elementwise(k Kind, send, recv []byte, count int, t dtype.Type, op Op) (*builder, error) {
+	if err := firstErr(checkType(k, t), op.check(t), checkCount(k, "count", count)); err != nil {
+		return nil, err
+	}
+	n := count * t.Size()
+	if err := need(k, "receive", recv, n); err != nil {
+		return nil, err
+	}
+	b := s.newBuilder(k, t, op, count)
+	b.rbuf = recvRef(n)
+	b.inPlace = send == nil
+	b.src = recvRef(n)
+	if !b.inPlace {
+		if err := need(k, "send", send, n); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(n)
+	}
+	return b, nil
+}
+
+// Allgather concatenates every rank's count elements, in rank order, into
+// every rank's recv. InPlace takes rank r's block from recv's block r.
+func (s *State) Allgather(send, recv []byte, count int, t dtype.Type) error {
+	return wait(s.Iallgather(send, recv, count, t))
+}
+
+// Iallgather starts an Allgather.
+func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request, error) {
+	tag := s.nextTag()
+	k := Allgather
+	if err := firstErr(checkType(k, t), checkCount(k, "count", count)); err != nil {
+		return nil, err
+	}
+	p, r, n := s.comm.Size(), s.comm.Rank(), count*t.Size()
+	if err := need(k, "receive", recv, p*n); err != nil {
+		return nil, err
+	}
+	b := s.newBuilder(k, t, Op{}, count)
+	b.counts, b.displs = uniform(count, p)
+	b.rbuf = recvRef(p * n)
+	b.inPlace = send == nil
+	b.src = b.rbuf.at(r*n, n)
+	if !b.inPlace {
+		if err := need(k, "send", send, n); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(n)
+	}
+	return s.start(b, n, send, recv, tag)
+}
+
+// Allgatherv places rank i's counts[i] elements at element displs[i] of every
+// rank's recv. sendCount must equal counts[rank]. InPlace takes rank r's
+// block from recv.
+func (s *State) Allgatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type) error {
+	return wait(s.Iallgatherv(send, sendCount, recv, counts, displs, t))
+}
+
+// Iallgatherv starts an Allgatherv.
+func (s *State) Iallgatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type) (Request, error) {
+	tag := s.nextTag()
+	k := Allgatherv
+	if err := checkType(k, t); err != nil {
+		return nil, err
+	}
+	ext, err := s.checkV(k, "receive", counts, displs)
+	if err != nil {
+		return nil, err
+	}
+	esz, r := t.Size(), s.comm.Rank()
+	if err := need(k, "receive", recv, ext*esz); err != nil {
+		return nil, err
+	}
+	b := s.newBuilder(k, t, Op{}, 0)
+	b.skipEmpty = false
+	b.counts, b.displs = counts, displs
+	b.rbuf = recvRef(ext * esz)
+	b.inPlace = send == nil
+	b.src = b.rbuf.at(displs[r]*esz, counts[r]*esz)
+	if !b.inPlace {
+		if sendCount != counts[r] {
+			return nil, fmt.Errorf("coll: %v: rank %d sends %d elements, counts[%d] is %d: %w", k, r, sendCount, r, counts[r], ErrCount)
+		}
+		if err := need(k, "send", send, sendCount*esz); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(sendCount * esz)
+	}
+	return s.start(b, ext*esz/max(1, s.comm.Size()), send, recv, tag)
+}
+
+// Gather concatenates every rank's count elements, in rank order, into
+// root's recv (ignored elsewhere). InPlace at the root takes its block from
+// recv.
+func (s *State) Gather(send, recv []byte, count int, t dtype.Type, root int) error {
+	return wait(s.Igather(send, recv, count, t, root))
+}
+
+// Igather starts a Gather.
+func (s *State) Igather(send, recv []byte, count int, t dtype.Type, root int) (Request, error) {
+	tag := s.nextTag()
+	k := Gather
+	if err := firstErr(checkType(k, t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
+		return nil, err
+	}
+	p, r, n := s.comm.Size(), s.comm.Rank(), count*t.Size()
+	b := s.newBuilder(k, t, Op{}, count)
+	b.root = root
+	b.inPlace = r == root && send == nil
+	if r == root {
+		if err := need(k, "receive", recv, p*n); err != nil {
+			return nil, err
+		}
+		b.rbuf = recvRef(p * n)
+	} else {
+		recv = nil
+	}
+	if b.inPlace {
+		b.src = b.rbuf.at(root*n, n)
+	} else {
+		if err := need(k, "send", send, n); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(n)
+	}
+	return s.start(b, n, send, recv, tag)
+}
+
+// Gatherv places rank i's counts[i] elements at element displs[i] of root's
+// recv; sendCount is this rank's count (counts and displs matter at the root
+// only, where counts[root] must equal sendCount). InPlace at the root takes
+// its block from recv.
+func (s *State) Gatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type, root int) error {
+	return wait(s.Igatherv(send, sendCount, recv, counts, displs, t, root))
+}
+
+// Igatherv starts a Gatherv.
+func (s *State) Igatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type, root int) (Request, error) {
+	tag := s.nextTag()
+	k := Gatherv
+	if err := firstErr(checkType(k, t), s.checkRoot(k, root)); err != nil {
+		return nil, err
+	}
+	r, esz := s.comm.Rank(), t.Size()
+	b := s.newBuilder(k, t, Op{}, 0)
+	b.skipEmpty = false
+	b.root = root
+	b.inPlace = r == root && send == nil
+	if r == root {
+		ext, err := s.checkV(k, "receive", counts, displs)
+		if err != nil {
+			return nil, err
+		}
+		if err := need(k, "receive", recv, ext*esz); err != nil {
+			return nil, err
+		}
+		b.counts, b.displs = counts, displs
+		b.rbuf = recvRef(ext * esz)
+		if !b.inPlace && sendCount != counts[r] {
+			return nil, fmt.Errorf("coll: %v: root sends %d elements, counts[%d] is %d: %w", k, sendCount, r, counts[r], ErrCount)
+		}
+	} else {
+		recv = nil
+	}
+	if b.inPlace {
+		b.src = b.rbuf.at(displs[r]*esz, counts[r]*esz)
+	} else {
+		if err := firstErr(checkCount(k, "send count", sendCount), need(k, "send", send, sendCount*esz)); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(sendCount * esz)
+	}
+	return s.start(b, b.src.n, send, recv, tag)
+}
+
+// Scatter sends block i (count elements) of root's send to rank i's recv.
+// InPlace as the root's recv leaves the root's block in send.
+func (s *State) Scatter(send, recv []byte, count int, t dtype.Type, root int) error {
+	return wait(s.Iscatter(send, recv, count, t, root))
+}
+
+// Iscatter starts a Scatter.
+func (s *State) Iscatter(send, recv []byte, count int, t dtype.Type, root int) (Request, error) {
+	tag := s.nextTag()
+	k := Scatter
+	if err := firstErr(checkType(k, t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
+		return nil, err
+	}
+	p, r, n := s.comm.Size(), s.comm.Rank(), count*t.Size()
+	b := s.newBuilder(k, t, Op{}, count)
+	b.root = root
+	b.inPlace = r == root && recv == nil
+	if r == root {
+		if err := need(k, "send", send, p*n); err != nil {
+			return nil, err
+		}
+		b.sbuf = sendRef(p * n)
+	} else {
+		send = nil
+	}
+	if !b.inPlace {
+		if err := need(k, "receive", recv, n); err != nil {
+			return nil, err
+		}
+		b.rbuf = recvRef(n)
+	}
+	return s.start(b, n, send, recv, tag)
+}
+
+// Scatterv sends counts[i] elements at element displs[i] of root's send to
+// rank i's recv (recvCount elements; counts and displs matter at the root
+// only, where counts[root] must equal recvCount). InPlace as the root's recv
+// leaves its block in send.
+func (s *State) Scatterv(send []byte, counts, displs []int, recv []byte, recvCount int, t dtype.Type, root int) error {
+	return wait(s.Iscatterv(send, counts, displs, recv, recvCount, t, root))
+}
+
+// Iscatterv starts a Scatterv.
+func (s *State) Iscatterv(send []byte, counts, displs []int, recv []byte, recvCount int, t dtype.Type, root int) (Request, error) {
+	tag := s.nextTag()
+	k := Scatterv
+	if err := firstErr(checkType(k, t), s.checkRoot(k, root)); err != nil {
+		return nil, err
+	}
+	r, esz := s.comm.Rank(), t.Size()
+	b := s.newBuilder(k, t, Op{}, 0)
+	b.skipEmpty = false
+	b.root = root
+	b.inPlace = r == root && recv == nil
+	if r == root {
+		ext, err := s.checkV(k, "send", counts, displs)
+		if err != nil {
+			return nil, err
+		}
+		if err := need(k, "send", send, ext*esz); err != nil {
+			return nil, err
+		}
+		b.counts, b.displs = counts, displs
+		b.sbuf = sendRef(ext * esz)
+		if !b.inPlace && recvCount != counts[r] {
+			return nil, fmt.Errorf("coll: %v: root receives %d elements, counts[%d] is %d: %w", k, recvCount, r, counts[r], ErrCount)
+		}
+	} else {
+		send = nil
+	}
+	if !b.inPlace {
+		if err := firstErr(checkCount(k, "receive count", recvCount), need(k, "receive", recv, recvCount*esz)); err != nil {
+			return nil, err
+		}
+		b.rbuf = recvRef(recvCount * esz)
+	}
+	return s.start(b, recvCount*esz, send, recv, tag)
+}
+
+// Alltoall sends block j (count elements) of every rank i's send to block i
+// of rank j's recv. InPlace sends from recv and overwrites it.
+func (s *State) Alltoall(send, recv []byte, count int, t dtype.Type) error {
+	return wait(s.Ialltoall(send, recv, count, t))
+}
+
+// Ialltoall starts an Alltoall.
+func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, error) {
+	tag := s.nextTag()
+	k := Alltoall
+	if err := firstErr(checkType(k, t), checkCount(k, "count", count)); err != nil {
+		return nil, err
+	}
+	p, n := s.comm.Size(), count*t.Size()
+	if err := need(k, "receive", recv, p*n); err != nil {
+		return nil, err
+	}
+	b := s.newBuilder(k, t, Op{}, count)
+	b.counts, b.displs = uniform(count, p)
+	b.sendCounts, b.sendDispls = b.counts, b.displs
+	b.rbuf = recvRef(p * n)
+	b.inPlace = send == nil
+	b.sbuf = b.rbuf
+	if !b.inPlace {
+		if err := need(k, "send", send, p*n); err != nil {
+			return nil, err
+		}
+		b.sbuf = sendRef(p * n)
+	}
+	return s.start(b, n, send, recv, tag)
+}
+
+// Alltoallv sends sendCounts[j] elements at sendDispls[j] of every rank's
+// send to rank j, which receives recvCounts[i] elements from rank i at
+// recvDispls[i]. InPlace sends from recv using the receive counts and
+// displacements (which must then be symmetric across ranks).
+func (s *State) Alltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, t dtype.Type) error {
+	return wait(s.Ialltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, t))
+}
+
+// Ialltoallv starts an Alltoallv.
+func (s *State) Ialltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, t dtype.Type) (Request, error) {
+	tag := s.nextTag()
+	k := Alltoallv
+	if err := checkType(k, t); err != nil {
+		return nil, err
+	}
+	esz := t.Size()
+	rext, err := s.checkV(k, "receive", recvCounts, recvDispls)
+	if err != nil {
+		return nil, err
+	}
+	if err := need(k, "receive", recv, rext*esz); err != nil {
+		return nil, err
+	}
+	b := s.newBuilder(k, t, Op{}, 0)
+	b.skipEmpty = false
+	b.counts, b.displs = recvCounts, recvDispls
+	b.rbuf = recvRef(rext * esz)
+	b.inPlace = send == nil
+	if b.inPlace {
+		b.sendCounts, b.sendDispls = recvCounts, recvDispls
+		b.sbuf = b.rbuf
+	} else {
+		sext, err := s.checkV(k, "send", sendCounts, sendDispls)
+		if err != nil {
+			return nil, err
+		}
+		if err := need(k, "send", send, sext*esz); err != nil {
+			return nil, err
+		}
+		b.sendCounts, b.sendDispls = sendCounts, sendDispls
+		b.sbuf = sendRef(sext * esz)
+	}
+	return s.start(b, rext*esz/max(1, s.comm.Size()), send, recv, tag)
+}
+
+// ReduceScatter reduces the Σcounts elements of every rank's send with op
+// and leaves block i (counts[i] elements, in order) on rank i's recv.
+// InPlace takes the input from recv (Σcounts elements) and leaves the
+// result at its start.
+func (s *State) ReduceScatter(send, recv []byte, counts []int, t dtype.Type, op Op) error {
+	return wait(s.IreduceScatter(send, recv, counts, t, op))
+}
+
+// IreduceScatter starts a ReduceScatter.
+func (s *State) IreduceScatter(send, recv []byte, counts []int, t dtype.Type, op Op) (Request, error) {
+	tag := s.nextTag()
+	return s.reduceScatter(ReduceScatter, send, recv, counts, t, op, tag)
+}
+
+// ReduceScatterBlock is ReduceScatter with count elements for every rank.
+func (s *State) ReduceScatterBlock(send, recv []byte, count int, t dtype.Type, op Op) error {
+	return wait(s.IreduceScatterBlock(send, recv, count, t, op))
+}
+
+// IreduceScatterBlock starts a ReduceScatterBlock.
+func (s *State) IreduceScatterBlock(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	tag := s.nextTag()
+	if err := checkCount(ReduceScatterBlock, "count", count); err != nil {
+		return nil, err
+	}
+	counts, _ := uniform(count, s.comm.Size())
+	return s.reduceScatter(ReduceScatterBlock, send, recv, counts, t, op, tag)
+}
+
+func (s *State) reduceScatter(k Kind, send, recv []byte, counts []int, t dtype.Type, op Op, tag int) (Request, error) {
+	if err := firstErr(checkType(k, t), op.check(t)); err != nil {
+		return nil, err
+	}
+	p, r := s.comm.Size(), s.comm.Rank()
+	if len(counts) != p {
+		return nil, fmt.Errorf("coll: %v: %d counts for %d ranks: %w", k, len(counts), p, ErrCount)
+	}
+	displs := make([]int, p+1)
+	for i, c := range counts {
+		if c < 0 {
+			return nil, fmt.Errorf("coll: %v: counts[%d] = %d: %w", k, i, c, ErrCount)
+		}
+		displs[i+1] = displs[i] + c
+	}
+	esz, total := t.Size(), displs[p]
+	b := s.newBuilder(k, t, op, total)
+	b.counts, b.displs = counts, displs
+	b.inPlace = send == nil
+	if b.inPlace {
+		if err := need(k, "receive (in place)", recv, total*esz); err != nil {
+			return nil, err
+		}
+		b.src = recvRef(total * esz)
+	} else {
+		if err := firstErr(need(k, "send", send, total*esz), need(k, "receive", recv, counts[r]*esz)); err != nil {
+			return nil, err
+		}
+		b.src = sendRef(total * esz)
+	}
+	b.rbuf = recvRef(counts[r] * esz)
+	return s.start(b, total*esz, send, recv, tag)
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
