@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gompix/gompix/internal/gputopo"
 	"io"
 	"os"
 	"os/signal"
@@ -71,6 +72,10 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	if cfg.GPUCount == nil {
+		// NVML decides how many GPUs --gpu-bind=local spreads ranks over.
+		cfg.GPUCount = gputopo.Count
+	}
 	code, _ := launcher.Run(ctx, cfg) // Run has reported on stderr
 	return code
 }
