@@ -12,31 +12,31 @@ type Result int
 // CUresult values named by gompix. The numbers are CUDA's (checked against
 // cuda.h by abi_check.c on the GPU machine).
 const (
-	Success                     Result = 0
-	ErrorInvalidValue           Result = 1
-	ErrorOutOfMemory            Result = 2
-	ErrorNotInitialized         Result = 3
-	ErrorDeinitialized          Result = 4
-	ErrorNoDevice               Result = 100
-	ErrorInvalidDevice          Result = 101
-	ErrorInvalidImage           Result = 200
-	ErrorInvalidContext         Result = 201
-	ErrorNoBinaryForGPU         Result = 209
-	ErrorPeerAccessUnsupported  Result = 217
-	ErrorInvalidPTX             Result = 218
-	ErrorJITCompilerNotFound    Result = 221
-	ErrorUnsupportedPTXVersion  Result = 222
-	ErrorInvalidHandle          Result = 400
-	ErrorNotFound               Result = 500
-	ErrorNotReady               Result = 600
-	ErrorIllegalAddress         Result = 700
-	ErrorPeerAccessAlready      Result = 704
-	ErrorPeerAccessNotEnabled   Result = 705
-	ErrorHostMemoryAlreadyReg   Result = 712
-	ErrorHostMemoryNotReg       Result = 713
-	ErrorNotSupported           Result = 801
-	ErrorUnknown                Result = 999
-	resultMissingEntry          Result = -1 // not CUDA's: an optional entry point is absent
+	Success                    Result = 0
+	ErrorInvalidValue          Result = 1
+	ErrorOutOfMemory           Result = 2
+	ErrorNotInitialized        Result = 3
+	ErrorDeinitialized         Result = 4
+	ErrorNoDevice              Result = 100
+	ErrorInvalidDevice         Result = 101
+	ErrorInvalidImage          Result = 200
+	ErrorInvalidContext        Result = 201
+	ErrorNoBinaryForGPU        Result = 209
+	ErrorPeerAccessUnsupported Result = 217
+	ErrorInvalidPTX            Result = 218
+	ErrorJITCompilerNotFound   Result = 221
+	ErrorUnsupportedPTXVersion Result = 222
+	ErrorInvalidHandle         Result = 400
+	ErrorNotFound              Result = 500
+	ErrorNotReady              Result = 600
+	ErrorIllegalAddress        Result = 700
+	ErrorPeerAccessAlready     Result = 704
+	ErrorPeerAccessNotEnabled  Result = 705
+	ErrorHostMemoryAlreadyReg  Result = 712
+	ErrorHostMemoryNotReg      Result = 713
+	ErrorNotSupported          Result = 801
+	ErrorUnknown               Result = 999
+	resultMissingEntry         Result = -1 // not CUDA's: an optional entry point is absent
 )
 
 const unrecognizedName = "CUDA_ERROR_UNRECOGNIZED"
