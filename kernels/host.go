@@ -1,0 +1,123 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
+
+// HostKernel returns the Go body of kernel name, in the form package
+// cudadrv/fake runs (fake.Options.Kernels = kernels.HostKernel): mem
+// resolves a device address range, args is the packed parameter buffer.
+func HostKernel(name string) (func(mem func(p uintptr, n int) ([]byte, error), args []byte) error, bool) {
+	switch name {
+	case WaitFlag:
+		return hostWaitFlag, true
+	case WriteFlag:
+		return hostWriteFlag, true
+	}
+	op, t, two, ok := parseReduce(name)
+	if !ok {
+		return nil, false
+	}
+	return func(mem func(p uintptr, n int) ([]byte, error), args []byte) error {
+		a, err := UnmarshalReduceArgs(args)
+		if err != nil {
+			return err
+		}
+		k := int(a.K)
+		if two {
+			k = 2
+		}
+		if k < 1 || k > MaxInputs {
+			return fmt.Errorf("%s: k = %d", name, k)
+		}
+		nb := int(a.N) * t.Size()
+		out, err := mem(a.Out, nb)
+		if err != nil {
+			return err
+		}
+		var ins [MaxInputs][]byte
+		for j := 0; j < k; j++ {
+			if ins[j], err = mem(a.In[j], nb); err != nil {
+				return err
+			}
+		}
+		// Inputs may alias the output element by element, as on the GPU:
+		// each element is read before it is written.
+		return referenceReduce(op, t, out, ins[:k], int(a.N), a.Divisor, a.Scale)
+	}, true
+}
+
+func parseReduce(name string) (op dtype.Op, t dtype.Type, two, ok bool) {
+	rest, found := strings.CutPrefix(name, "gompix_reduce_")
+	if !found {
+		return
+	}
+	parts := strings.Split(rest, "_")
+	if len(parts) != 3 || (parts[2] != "k2" && parts[2] != "kn") {
+		return
+	}
+	for _, o := range dtype.Ops() {
+		if o.String() == parts[0] {
+			op, ok = o, true
+		}
+	}
+	if !ok {
+		return
+	}
+	ok = false
+	for _, ty := range dtype.Types() {
+		if ty != dtype.Byte && typeTags[ty] == parts[1] && Has(op, ty) {
+			t, ok = ty, true
+		}
+	}
+	return op, t, parts[2] == "k2", ok
+}
+
+// FlagArgs packs the parameters of WaitFlag and WriteFlag: a uint32 pointer
+// at offset 0 and the value at offset 8 (12 bytes).
+func FlagArgs(b []byte, flag uintptr, value uint32) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(flag))
+	binary.LittleEndian.PutUint32(b[8:], value)
+}
+
+func flagWord(mem func(p uintptr, n int) ([]byte, error), args []byte) (*uint32, uint32, error) {
+	if len(args) < FlagArgsSize {
+		return nil, 0, fmt.Errorf("kernels: flag arguments of %d bytes", len(args))
+	}
+	p := uintptr(binary.LittleEndian.Uint64(args))
+	if p&3 != 0 {
+		return nil, 0, fmt.Errorf("kernels: unaligned flag %#x", p)
+	}
+	b, err := mem(p, 4)
+	if err != nil {
+		return nil, 0, err
+	}
+	return (*uint32)(unsafe.Pointer(&b[0])), binary.LittleEndian.Uint32(args[8:]), nil
+}
+
+func hostWaitFlag(mem func(p uintptr, n int) ([]byte, error), args []byte) error {
+	f, v, err := flagWord(mem, args)
+	if err != nil {
+		return err
+	}
+	for atomic.LoadUint32(f) < v { // as the kernel: unsigned >=, no wrap-around
+		time.Sleep(5 * time.Microsecond)
+	}
+	return nil
+}
+
+func hostWriteFlag(mem func(p uintptr, n int) ([]byte, error), args []byte) error {
+	f, v, err := flagWord(mem, args)
+	if err != nil {
+		return err
+	}
+	atomic.StoreUint32(f, v)
+	return nil
+}

@@ -1,0 +1,154 @@
+package kernels
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
+
+// Source is the CUDA C text of every kernel (self-contained, for NVRTC).
+//
+//go:embed src/reduce.cu
+var Source []byte
+
+// MaxInputs is the most inputs one reduce kernel combines.
+const MaxInputs = 8
+
+// BlockSize is the thread count per block the reduce kernels are built for
+// (__launch_bounds__).
+const BlockSize = 512
+
+// Flag kernels: gompix_wait_flag(const volatile uint32 *flag, uint32 value)
+// spins until *flag >= value; gompix_write_flag(uint32 *flag, uint32 value)
+// stores value after a system-scope fence. Launch them with one thread;
+// FlagArgs packs their parameters.
+const (
+	WaitFlag  = "gompix_wait_flag"
+	WriteFlag = "gompix_write_flag"
+)
+
+var typeTags = map[dtype.Type]string{
+	dtype.Byte: "u8", dtype.Int8: "i8", dtype.Int16: "i16", dtype.Int32: "i32", dtype.Int64: "i64",
+	dtype.Uint8: "u8", dtype.Uint16: "u16", dtype.Uint32: "u32", dtype.Uint64: "u64",
+	dtype.Float16: "f16", dtype.BFloat16: "bf16", dtype.Float32: "f32", dtype.Float64: "f64",
+}
+
+// Has reports whether a reduction kernel exists for op on t.
+func Has(op dtype.Op, t dtype.Type) bool {
+	_, ok := typeTags[t]
+	return ok && op.Supports(t)
+}
+
+// Reduce names the kernel that reduces k inputs (1 <= k <= MaxInputs) with
+// op on elements of type t: gompix_reduce_<op>_<type>_k2 for two inputs,
+// gompix_reduce_<op>_<type>_kn (k taken from ReduceArgs.K) otherwise.
+func Reduce(op dtype.Op, t dtype.Type, k int) (string, error) {
+	if !Has(op, t) {
+		return "", fmt.Errorf("kernels: no %v reduction kernel for %v", op, t)
+	}
+	if k < 1 || k > MaxInputs {
+		return "", fmt.Errorf("kernels: %d inputs (want 1..%d)", k, MaxInputs)
+	}
+	form := "kn"
+	if k == 2 {
+		form = "k2"
+	}
+	return "gompix_reduce_" + op.String() + "_" + typeTags[t] + "_" + form, nil
+}
+
+// Names lists every kernel in the images, reductions first.
+func Names() []string {
+	var names []string
+	for _, op := range dtype.Ops() {
+		for _, t := range dtype.Types() {
+			if t == dtype.Byte || !Has(op, t) {
+				continue
+			}
+			for _, k := range []int{2, 3} {
+				n, _ := Reduce(op, t, k)
+				names = append(names, n)
+			}
+		}
+	}
+	return append(names, WaitFlag, WriteFlag)
+}
+
+// ReduceArgs is the one by-value parameter of every reduce kernel (struct
+// ReduceArgs in reduce.cu: 96 bytes, 8-byte aligned).
+type ReduceArgs struct {
+	Out     uintptr            // device address of the output (may equal an input)
+	In      [MaxInputs]uintptr // inputs; In[:K] are used; any may be a peer or mapped host address
+	N       uint64             // elements
+	K       uint32             // inputs used by the _kn form (the _k2 form always uses 2)
+	Divisor uint32             // avg on integer types: the sum is divided by this (0 counts as 1)
+	Scale   float64            // avg on real types: the sum is multiplied by this
+}
+
+// Sizes of the parameter layouts.
+const (
+	ReduceArgsSize  = 96
+	ReduceArgsAlign = 8
+	FlagArgsSize    = 12
+)
+
+// NewReduceArgs fills ReduceArgs for out = op(in...) over n elements. For
+// Avg, contributors is the number the sum is divided by (usually the number
+// of ranks, which may exceed len(in) in a multi-step reduction; 0 means
+// len(in)); for other ops it is ignored.
+func NewReduceArgs(op dtype.Op, out uintptr, in []uintptr, n uint64, contributors int) (ReduceArgs, error) {
+	if len(in) < 1 || len(in) > MaxInputs {
+		return ReduceArgs{}, fmt.Errorf("kernels: %d inputs (want 1..%d)", len(in), MaxInputs)
+	}
+	a := ReduceArgs{Out: out, N: n, K: uint32(len(in)), Divisor: 1, Scale: 1}
+	copy(a.In[:], in)
+	if op == dtype.Avg {
+		if contributors <= 0 {
+			contributors = len(in)
+		}
+		a.Divisor, a.Scale = uint32(contributors), 1/float64(contributors)
+	}
+	return a, nil
+}
+
+// Marshal writes a's kernel layout into b (len(b) >= ReduceArgsSize).
+func (a *ReduceArgs) Marshal(b []byte) {
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(a.Out))
+	for i, p := range a.In {
+		le.PutUint64(b[8+8*i:], uint64(p))
+	}
+	le.PutUint64(b[72:], a.N)
+	le.PutUint32(b[80:], a.K)
+	le.PutUint32(b[84:], a.Divisor)
+	le.PutUint64(b[88:], math.Float64bits(a.Scale))
+}
+
+// UnmarshalReduceArgs reads the kernel layout back.
+func UnmarshalReduceArgs(b []byte) (ReduceArgs, error) {
+	if len(b) < ReduceArgsSize {
+		return ReduceArgs{}, fmt.Errorf("kernels: reduce arguments of %d bytes (want %d)", len(b), ReduceArgsSize)
+	}
+	le := binary.LittleEndian
+	a := ReduceArgs{Out: uintptr(le.Uint64(b[0:])), N: le.Uint64(b[72:]), K: le.Uint32(b[80:]),
+		Divisor: le.Uint32(b[84:]), Scale: math.Float64frombits(le.Uint64(b[88:]))}
+	for i := range a.In {
+		a.In[i] = uintptr(le.Uint64(b[8+8*i:]))
+	}
+	return a, nil
+}
+
+// LaunchDims is the grid and block for a reduction over n elements of t on
+// a GPU with sms multiprocessors: one 16-byte vector per thread per
+// iteration, at most 4 blocks of BlockSize per multiprocessor (the kernels
+// loop grid-stride over the rest).
+func LaunchDims(t dtype.Type, n uint64, sms int) (grid, block uint32) {
+	per := uint64(16 / max(t.Size(), 1))
+	vecs := (n + per - 1) / per
+	g := (vecs + BlockSize - 1) / BlockSize
+	limit := uint64(max(sms, 1) * 4)
+	g = max(min(g, limit), 1)
+	return uint32(g), BlockSize
+}
