@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gompix/gompix/osu"
+	"github.com/spf13/cobra"
+)
+
+// osuCmd runs one OSU benchmark. OSU's options are single-dash and
+// getopt-style (-m 1:4194304, -fc, trailing "D D"), so cobra does not parse
+// them: everything after the benchmark name goes to osu.Parse.
+var osuCmd = &cobra.Command{
+	Use:   "osu BENCHMARK [OSU options] [SRC DST]",
+	Short: "run an OSU micro-benchmark (latency, bw, allreduce, ...)",
+	Long: `Run an OSU Micro-Benchmarks 7.4 benchmark, ported to gompix, with OSU's
+options and output. Start it as every rank of a job:
+
+  gompirun -n 2 gompix osu latency -m 1:1024 -i 1000
+  gompirun -n 4 gompix osu allreduce -f -c -T mpi_float
+
+"gompix osu BENCHMARK -h" lists a benchmark's options.`,
+	DisableFlagParsing: true,
+	RunE: func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			printBenchmarks(cmd)
+			return nil
+		}
+		if code := osu.Main(args[0], args[1:], cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
+			return &exitError{code: code}
+		}
+		return nil
+	},
+}
+
+func printBenchmarks(cmd *cobra.Command) {
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "%s\n\nUsage:\n  gompix %s\n\nBenchmarks:\n", strings.TrimSpace(cmd.Long), cmd.Use)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, b := range osu.Benchmarks() {
+		fmt.Fprintf(tw, "  %s\t%s\n", b.Name(), b.Title())
+	}
+	tw.Flush()
+}
+
+func init() { rootCmd.AddCommand(osuCmd) }

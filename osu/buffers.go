@@ -1,0 +1,111 @@
+package osu
+
+import (
+	"fmt"
+
+	"github.com/gompix/gompix/mpi"
+)
+
+// benchBuffer is a benchmark's message buffer of capacity elements, in
+// host or (one day) device memory. The timed loops only hand View(n) to
+// mpi; Fill and Check run outside the timed region, so a device
+// implementation may copy through the host there.
+type benchBuffer interface {
+	// View is the mpi.Buffer of the first n elements.
+	View(n int) mpi.Buffer
+	// Fill sets element i (i < n) to value(i), converted to the element
+	// type (integers wrap as Go conversions do).
+	Fill(n int, value func(i int) int64)
+	// Check counts the elements i < n that differ from value(i).
+	Check(n int, value func(i int) int64) int
+}
+
+// number is the element set of the OSU datatypes (-T).
+type number interface{ int8 | int32 | float32 }
+
+// hostBuffer is a benchBuffer over a Go slice.
+type hostBuffer[T number] struct{ s []T }
+
+func (b *hostBuffer[T]) View(n int) mpi.Buffer { return mpi.Slice(b.s[:n]) }
+
+func (b *hostBuffer[T]) Fill(n int, value func(int) int64) {
+	for i := range b.s[:n] {
+		b.s[i] = convert[T](value(i))
+	}
+}
+
+func (b *hostBuffer[T]) Check(n int, value func(int) int64) int {
+	bad := 0
+	for i, v := range b.s[:n] {
+		if v != convert[T](value(i)) {
+			bad++
+		}
+	}
+	return bad
+}
+
+// convert turns a pattern value into T: integer types wrap (two's
+// complement, as the reduction kernels do), floats are exact for the small
+// integers the patterns use.
+func convert[T number](v int64) T {
+	var z T
+	switch any(z).(type) {
+	case int8:
+		return any(int8(v)).(T)
+	case int32:
+		return any(int32(v)).(T)
+	default:
+		return T(float32(v))
+	}
+}
+
+func newHostBuffer[T number](n int) benchBuffer { return &hostBuffer[T]{s: make([]T, n)} }
+
+// deviceAllocator allocates a device buffer of n elements of d. It is the
+// one place device memory will come from: when the mpi package gains
+// device buffers, set it (e.g. from a file with a build tag or an init in
+// a device-aware file) to an implementation whose View returns the mpi
+// device buffer and whose Fill/Check copy through host memory. Nil means
+// no device support, and runs asking for device buffers fail with
+// ErrDeviceUnsupported before they print anything.
+var deviceAllocator func(d Datatype, n int) (benchBuffer, error)
+
+// allocBuffer allocates a benchmark buffer of n elements of d at p. Every
+// benchmark buffer is allocated here.
+func allocBuffer(d Datatype, p Placement, n int) (benchBuffer, error) {
+	switch p {
+	case Host, "":
+		switch d {
+		case Int:
+			return newHostBuffer[int32](n), nil
+		case Float:
+			return newHostBuffer[float32](n), nil
+		default:
+			return newHostBuffer[int8](n), nil
+		}
+	case Device:
+		if deviceAllocator == nil {
+			return nil, ErrDeviceUnsupported
+		}
+		return deviceAllocator(d, n)
+	default:
+		return nil, fmt.Errorf("%w (managed memory, %s)", ErrDeviceUnsupported, p)
+	}
+}
+
+// checkPlacement fails early, before any output, when o asks for memory
+// allocBuffer cannot provide.
+func checkPlacement(o *Options) error {
+	for _, p := range []Placement{o.Src, o.Dst} {
+		if p == Host {
+			continue
+		}
+		if _, err := allocBuffer(Char, p, 0); err != nil {
+			return err
+		}
+	}
+	if o.Accel != AccelNone && o.Accel != AccelCUDA {
+		return fmt.Errorf("%w (accelerator %s)", ErrDeviceUnsupported, o.Accel)
+	}
+	return nil
+}

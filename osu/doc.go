@@ -1,0 +1,98 @@
+// Package osu is a Go port of the OSU Micro-Benchmarks 7.4 (MPI part),
+// written only against the public mpi package: the benchmarks dogfood the
+// API applications use. "gompix osu NAME [options]" runs one as a rank of
+// a gompirun job; so does the gompix binary installed or symlinked under an
+// OSU binary name (osu_latency, osu_allreduce, ...).
+//
+//	gompirun -n 2 gompix osu latency -m 1:4194304
+//	gompirun -n 2 gompix osu bw -W 32 -c
+//	gompirun -n 4 gompix osu allreduce -f -T mpi_float --nccl-bw
+//
+// # Benchmarks
+//
+// Point-to-point: latency, bw, bibw (exactly 2 ranks), multi_lat (an even
+// number of ranks; r pairs with r+n/2), mbw_mr (pairs r → r+pairs; -p).
+//
+// Blocking collectives: allreduce, reduce, bcast, allgather, alltoall,
+// reduce_scatter, gather, scatter, barrier. Nonblocking collectives with
+// OSU's overlap columns: iallreduce, ireduce, ibcast, iallgather, ialltoall,
+// ireduce_scatter, igather, iscatter, ibarrier. (The collective benchmarks
+// are in files built with the osucoll tag while the mpi collective API is
+// being added; see the report of the change that adds them.)
+//
+// # Semantics (as OSU 7.4)
+//
+// Defaults: latency-type benchmarks 10000 iterations + 100 warmup up to
+// 8 KiB, then 1000 + 10; bw, bibw, mbw_mr 100 + 10 then 20 + 2, window 64;
+// collectives 1000 + 100 then 100 + 10. Sizes double from the minimum to
+// the maximum: point-to-point 0 (latency, multi_lat) or 1 up to 4 MiB,
+// collectives 1 B up to 1 MiB (OSU 7.4's MAX_MSG_SIZE_COLL; -m raises it).
+// -i and -x set both the small- and large-message counts. Sizes smaller
+// than one element of the datatype are skipped.
+//
+//   - latency: a barrier before each size; rank 0 sends, rank 1 answers;
+//     the figure is half the round trip averaged over the timed iterations.
+//   - bw: rank 0 posts window Isends, waits for all, then receives a 4-byte
+//     acknowledgement; MB/s = size × window × iterations / time / 10^6.
+//   - bibw: both ranks post window Irecvs and window Isends and wait for
+//     all; twice the bytes of bw.
+//   - mbw_mr: every pair streams as bw does; MB/s is pairs × bytes over
+//     the senders' average time, Messages/s that divided by the size.
+//   - collectives: each iteration is timed alone and followed by a
+//     barrier; the row gives the average over ranks of each rank's mean
+//     time, and with -f the minimum and maximum over ranks and the
+//     iteration count.
+//   - nonblocking collectives: first the pure communication time (start +
+//     wait), then the same operation overlapped with a dummy computation
+//     as long as that time, with -t MPI_Test calls spread through it;
+//     Overlap(%) = 100 − 100 × (overall − compute) / pure, at least 0.
+//
+// Barriers between sizes and the gathering of results use point-to-point
+// messages on tags of their own, so the point-to-point benchmarks need no
+// collective, and the collective benchmarks time only the operation.
+//
+// # Options
+//
+// OSU's getopt-style single-dash options, attached or separate
+// (-m1:4 or -m 1:4, -fc), long forms (--message-size=1:4), parsing
+// stopping at the first non-option: -h, -v, -m [MIN:]MAX (K/M/G suffixes
+// accepted), -i, -x, -W (bw, bibw, mbw_mr), -f (collectives), -c
+// (validation), -T mpi_char|mpi_int|mpi_float|all (repeatable), -M (memory
+// limit: lowers the maximum size of the collectives as OSU does), -b
+// single|multiple, -p and -R (mbw_mr), -k fixed:N|rotate (reduce, gather,
+// scatter and their nonblocking forms), -t (nonblocking), -u (accepted),
+// -d cuda and the trailing "SRC DST" placement (H, D, MH, MD; D or M
+// without -d implies CUDA, as in OSU). gompix adds --nccl-bw to the
+// collectives: two more columns, nccl-tests' algorithm bandwidth
+// (bytes / time, with nccl-tests' notion of bytes) and bus bandwidth
+// (algbw × 2(n−1)/n for allreduce, (n−1)/n for allgather, reduce_scatter,
+// alltoall, gather and scatter, 1 for bcast and reduce), in GB/s.
+//
+// # Output
+//
+// Byte-compatible with OSU 7.4: an empty line and "# OSU MPI<-CUDA> <title>
+// v7.4", "# Datatype: MPI_CHAR." (per datatype), the column header, then a
+// row per size: the size left-aligned in 10 columns, each value
+// right-aligned in 18 with 2 decimals, iterations in 12; barrier rows have
+// no size and a 17-wide average. -c adds OSU's Validation column
+// (Pass/Fail); a failed check makes every rank exit with status 1 after
+// the run.
+//
+// # Differences from OSU
+//
+//   - Device (-d cuda, D/M placements) and managed buffers are parsed but
+//     refused with ErrDeviceUnsupported until the mpi package has device
+//     buffers; allocBuffer is the one place they will be allocated.
+//   - Validation uses gompix's own patterns (every element checked,
+//     receive buffers poisoned first) instead of OSU's; -u is accepted
+//     and ignored, and -c takes no "log" argument.
+//   - Not implemented: -G graphs, -P PAPI, -D derived datatypes, -I
+//     sessions, -l in-place, -z tail latency, -V varied windows,
+//     osu_latency_mt/mp and the persistent and neighbourhood collectives;
+//     they are rejected with a message rather than ignored.
+//   - Timing uses Go's monotonic clock (time.Now) instead of MPI_Wtime.
+//
+// Layer: imports mpi only (DESIGN.md §1); cmd/gompix wraps it in cobra.
+// Concurrency: a run owns its communicator; Run must be called by every
+// rank with the same options.
+package osu

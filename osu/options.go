@@ -1,0 +1,617 @@
+package osu
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// OSU 7.4 defaults (c/util/osu_util.h).
+const (
+	latLoopSmall  = 10000
+	latSkipSmall  = 100
+	latLoopLarge  = 1000
+	latSkipLarge  = 10
+	bwLoopSmall   = 100
+	bwSkipSmall   = 10
+	bwLoopLarge   = 20
+	bwSkipLarge   = 2
+	collLoopSmall = 1000
+	collSkipSmall = 100
+	collLoopLarge = 100
+	collSkipLarge = 10
+
+	// largeMessageSize is the threshold above which the *Large iteration
+	// counts apply.
+	largeMessageSize = 8192
+	maxMessageSize   = 1 << 22 // point-to-point default maximum
+	maxMsgSizeColl   = 1 << 20 // collective default maximum
+	windowSizeLarge  = 64
+	maxMemLimit      = 512 << 20
+	maxMemLowerLimit = 1 << 20
+)
+
+// Accel is the accelerator kind given with -d.
+type Accel int
+
+// Accelerator kinds OSU knows; only AccelNone runs today.
+const (
+	AccelNone Accel = iota
+	AccelCUDA
+	AccelManaged
+	AccelOpenACC
+	AccelROCm
+)
+
+func (a Accel) String() string {
+	switch a {
+	case AccelCUDA:
+		return "cuda"
+	case AccelManaged:
+		return "managed"
+	case AccelOpenACC:
+		return "openacc"
+	case AccelROCm:
+		return "rocm"
+	}
+	return "none"
+}
+
+// Placement is where one side's buffers live: 'H' (host), 'D' (device),
+// or "MD"/"MH" (CUDA managed memory, effective on device or host).
+type Placement string
+
+// Buffer placements.
+const (
+	Host          Placement = "H"
+	Device        Placement = "D"
+	ManagedDevice Placement = "MD"
+	ManagedHost   Placement = "MH"
+)
+
+func (p Placement) describe() string {
+	switch p {
+	case Device:
+		return "DEVICE (D)"
+	case ManagedDevice:
+		return "MANAGED (MD)"
+	case ManagedHost:
+		return "MANAGED (MH)"
+	}
+	return "HOST (H)"
+}
+
+// Datatype is an element type selectable with -T.
+type Datatype int
+
+// The datatypes OSU 7.4 offers.
+const (
+	Char Datatype = iota
+	Int
+	Float
+)
+
+// MPIName is the name OSU prints in "# Datatype: ...".
+func (d Datatype) MPIName() string {
+	switch d {
+	case Int:
+		return "MPI_INT"
+	case Float:
+		return "MPI_FLOAT"
+	}
+	return "MPI_CHAR"
+}
+
+// Size is the element size in bytes.
+func (d Datatype) Size() int {
+	if d == Char {
+		return 1
+	}
+	return 4
+}
+
+// Options are one run's settings, as OSU's process_options leaves them.
+type Options struct {
+	MinSize, MaxSize int
+	Iterations       int // up to largeMessageSize
+	IterationsLarge  int
+	Skip, SkipLarge  int
+	Window           int
+	Full             bool
+	Validate         bool
+	ValidationWarmup int
+	Types            []Datatype
+	Accel            Accel
+	Src, Dst         Placement
+	MemLimit         int
+	Pairs            int  // mbw_mr: sender/receiver pairs (0: half the ranks)
+	PrintRate        bool // mbw_mr: print the message rate column
+	MultipleBuffers  bool // -b multiple
+	Root             int  // -k fixed:N; -1 rotates
+	TestCalls        int  // -t for nonblocking collectives
+	NCCLBandwidth    bool // --nccl-bw: nccl-tests algbw/busbw columns
+	Help, Version    bool
+	// sizeSet records that -m gave a minimum (so kind defaults do not
+	// override it).
+	minSet bool
+}
+
+// UsageError is a bad command line, reported like OSU's bad-usage message:
+// "<message> [-<opt> <arg>]".
+type UsageError struct {
+	Message string
+	Opt     string
+	Arg     string
+}
+
+func (e *UsageError) Error() string {
+	if e.Opt == "" {
+		return fmt.Sprintf("%s [%s]", e.Message, e.Arg)
+	}
+	if e.Arg != "" {
+		return fmt.Sprintf("%s [%s %s]", e.Message, e.Opt, e.Arg)
+	}
+	return fmt.Sprintf("%s [%s]", e.Message, e.Opt)
+}
+
+// ErrDeviceUnsupported is returned when a run asks for device (or managed)
+// buffers: the mpi package has no device buffer type yet.
+var ErrDeviceUnsupported = errors.New("osu: device buffers not supported yet (the mpi package has no device buffer type)")
+
+// optSpec describes one option: its letter, long name and argument kind.
+type optSpec struct {
+	short byte
+	long  string
+	arg   argKind
+}
+
+type argKind int
+
+const (
+	noArg argKind = iota
+	reqArg
+	optArg // only attached: -cVALUE / --validation=VALUE
+)
+
+// allOpts is OSU's long-option table plus gompix's own.
+var allOpts = []optSpec{
+	{'h', "help", noArg},
+	{'v', "version", noArg},
+	{'f', "full", noArg},
+	{'m', "message-size", reqArg},
+	{'W', "window-size", reqArg},
+	{'t', "num-test-calls", reqArg},
+	{'i', "iterations", reqArg},
+	{'x', "warmup", reqArg},
+	{'a', "array-size", reqArg},
+	{'M', "mem-limit", reqArg},
+	{'d', "accelerator", reqArg},
+	{'R', "print-rate", reqArg},
+	{'p', "num-pairs", reqArg},
+	{'c', "validation", optArg},
+	{'b', "buffer-num", reqArg},
+	{'u', "validation-warmup", reqArg},
+	{'T', "type", reqArg},
+	{'k', "root-rank", reqArg},
+	{'G', "graph", reqArg},
+	{'P', "papi", reqArg},
+	{'D', "ddt", reqArg},
+	{'I', "session", noArg},
+	{'l', "in-place", noArg},
+	{'z', "tail-lat", optArg},
+	{0, "nccl-bw", noArg},
+}
+
+// unsupported are OSU options gompix recognises but does not implement.
+var unsupported = map[byte]string{
+	'G': "Graph output is not supported by gompix",
+	'P': "PAPI is not supported by gompix",
+	'D': "Derived data types are not supported by gompix",
+	'I': "MPI sessions are not supported by gompix",
+	'l': "MPI_IN_PLACE is not supported by gompix yet",
+	'z': "Tail latency is not supported by gompix yet",
+}
+
+// Parse parses OSU-style arguments for benchmark b, in the way OSU 7.4's
+// getopt string for that benchmark does: single-dash options with their
+// argument attached or following, long options with "--name[=value]",
+// parsing stops at the first non-option (the trailing "SRC DST" buffer
+// placement) or after "--".
+func Parse(b *Benchmark, args []string) (Options, error) {
+	o := defaults(b)
+	allowed := b.optstring()
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			spec, ok := findLong(name)
+			if !ok || (spec.short != 0 && !strings.ContainsRune(allowed, rune(spec.short))) ||
+				(spec.short == 0 && !b.allowsLong(name)) {
+				return o, &UsageError{Message: "Invalid option", Opt: "--" + name}
+			}
+			opt := "--" + name
+			switch spec.arg {
+			case noArg:
+				if hasVal {
+					return o, &UsageError{Message: "Option takes no argument", Opt: opt, Arg: val}
+				}
+			case reqArg:
+				if !hasVal {
+					if i+1 >= len(args) {
+						return o, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
+					}
+					i++
+					val = args[i]
+				}
+			}
+			if err := o.apply(b, spec, opt, val, hasVal || spec.arg == reqArg); err != nil {
+				return o, err
+			}
+			if o.Help || o.Version {
+				return o, nil
+			}
+			continue
+		}
+		// A cluster of short options: -fc, -m1:4, -m 1:4.
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			opt := "-" + string(c)
+			spec, ok := findShort(c)
+			if !ok || !strings.ContainsRune(allowed, rune(c)) {
+				return o, &UsageError{Message: "Invalid option", Opt: opt}
+			}
+			val, hasVal := "", false
+			switch spec.arg {
+			case reqArg:
+				if j+1 < len(a) {
+					val = a[j+1:]
+				} else if i+1 < len(args) {
+					i++
+					val = args[i]
+				} else {
+					return o, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
+				}
+				hasVal, j = true, len(a)
+			case optArg:
+				if j+1 < len(a) {
+					val, hasVal, j = a[j+1:], true, len(a)
+				}
+			}
+			if err := o.apply(b, spec, opt, val, hasVal); err != nil {
+				return o, err
+			}
+			if o.Help || o.Version {
+				return o, nil
+			}
+		}
+	}
+	if err := o.placement(b, positional); err != nil {
+		return o, err
+	}
+	if len(o.Types) == 0 {
+		o.Types = []Datatype{Char}
+	}
+	if !o.Validate {
+		o.ValidationWarmup = 0
+	}
+	return o, nil
+}
+
+func findLong(name string) (optSpec, bool) {
+	for _, s := range allOpts {
+		if s.long == name {
+			return s, true
+		}
+	}
+	return optSpec{}, false
+}
+
+func findShort(c byte) (optSpec, bool) {
+	for _, s := range allOpts {
+		if s.short == c && c != 0 {
+			return s, true
+		}
+	}
+	return optSpec{}, false
+}
+
+// defaults returns OSU 7.4's defaults for b's kind.
+func defaults(b *Benchmark) Options {
+	o := Options{
+		MinSize:          1,
+		MaxSize:          maxMessageSize,
+		Window:           windowSizeLarge,
+		MemLimit:         maxMemLimit,
+		Src:              Host,
+		Dst:              Host,
+		PrintRate:        true,
+		ValidationWarmup: 5,
+		TestCalls:        0,
+	}
+	switch b.kind {
+	case kindLatency:
+		o.MinSize = 0
+		o.Iterations, o.Skip = latLoopSmall, latSkipSmall
+		o.IterationsLarge, o.SkipLarge = latLoopLarge, latSkipLarge
+	case kindBandwidth, kindMsgRate:
+		o.Iterations, o.Skip = bwLoopSmall, bwSkipSmall
+		o.IterationsLarge, o.SkipLarge = bwLoopLarge, bwSkipLarge
+	case kindCollective, kindNonblocking:
+		o.MaxSize = maxMsgSizeColl
+		o.Iterations, o.Skip = collLoopSmall, collSkipSmall
+		o.IterationsLarge, o.SkipLarge = collLoopLarge, collSkipLarge
+	}
+	return o
+}
+
+func atoi(opt, arg, msg string) (int, error) {
+	v, err := strconv.Atoi(strings.TrimSpace(arg))
+	if err != nil {
+		return 0, &UsageError{Message: msg, Opt: opt, Arg: arg}
+	}
+	return v, nil
+}
+
+// parseSize parses a size with an optional K/M/G suffix (powers of two).
+func parseSize(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	mult := 1
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			mult, s = 1<<10, s[:n-1]
+		case 'm', 'M':
+			mult, s = 1<<20, s[:n-1]
+		case 'g', 'G':
+			mult, s = 1<<30, s[:n-1]
+		}
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	return v * mult, nil
+}
+
+// setMessageSize implements -m: "MAX", "MIN:MAX", "MIN:" or ":MAX".
+func (o *Options) setMessageSize(opt, arg string) error {
+	bad := &UsageError{Message: "Invalid Message Size", Opt: opt, Arg: arg}
+	lo, hi, colon := strings.Cut(arg, ":")
+	if strings.Contains(hi, ":") {
+		return bad
+	}
+	if !colon {
+		v, err := parseSize(lo)
+		if err != nil || v < 0 {
+			return bad
+		}
+		o.MaxSize = v
+		return nil
+	}
+	if lo == "" && hi == "" {
+		return bad
+	}
+	if lo != "" {
+		v, err := parseSize(lo)
+		if err != nil || v <= 0 {
+			return bad
+		}
+		o.MinSize, o.minSet = v, true
+	}
+	if hi != "" {
+		v, err := parseSize(hi)
+		if err != nil || v < 0 {
+			return bad
+		}
+		o.MaxSize = v
+	}
+	return nil
+}
+
+func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) error {
+	if msg, ok := unsupported[s.short]; ok {
+		return &UsageError{Message: msg, Opt: opt}
+	}
+	switch s.short {
+	case 'h':
+		o.Help = true
+	case 'v':
+		o.Version = true
+	case 'f':
+		o.Full = true
+	case 'm':
+		return o.setMessageSize(opt, arg)
+	case 'i':
+		v, err := atoi(opt, arg, "Invalid Number of Iterations")
+		if err != nil || v < 1 {
+			return &UsageError{Message: "Invalid Number of Iterations", Opt: opt, Arg: arg}
+		}
+		o.Iterations, o.IterationsLarge = v, v
+	case 'x':
+		v, err := atoi(opt, arg, "Invalid Number of Warmup Iterations")
+		if err != nil || v < 0 {
+			return &UsageError{Message: "Invalid Number of Warmup Iterations", Opt: opt, Arg: arg}
+		}
+		o.Skip, o.SkipLarge = v, v
+	case 'W':
+		v, err := atoi(opt, arg, "Invalid Window Size")
+		if err != nil || v < 1 {
+			return &UsageError{Message: "Invalid Window Size", Opt: opt, Arg: arg}
+		}
+		o.Window = v
+	case 'M':
+		v, err := parseSize(arg)
+		if err != nil {
+			return &UsageError{Message: "Invalid Memory Limit", Opt: opt, Arg: arg}
+		}
+		o.MemLimit = max(v, maxMemLowerLimit)
+	case 'c':
+		o.Validate = true
+		if hasArg && arg != "" {
+			return &UsageError{Message: "Validation logging is not supported by gompix", Opt: opt, Arg: arg}
+		}
+	case 'u':
+		v, err := atoi(opt, arg, "Invalid Number of Validation Warmup Iterations")
+		if err != nil || v < 0 || v > 10 {
+			return &UsageError{Message: "Invalid Number of Validation Warmup Iterations", Opt: opt, Arg: arg}
+		}
+		o.ValidationWarmup = v
+	case 'T':
+		switch {
+		case hasPrefixFold(arg, "MPI_CHAR"):
+			o.Types = append(o.Types, Char)
+		case hasPrefixFold(arg, "MPI_INT"):
+			o.Types = append(o.Types, Int)
+		case hasPrefixFold(arg, "MPI_FLOAT"):
+			o.Types = append(o.Types, Float)
+		case hasPrefixFold(arg, "ALL"):
+			o.Types = append(o.Types, Char, Int, Float)
+		default:
+			return &UsageError{Message: "Invalid Datatype", Opt: opt, Arg: arg}
+		}
+	case 'd':
+		switch strings.ToLower(arg) {
+		case "cuda":
+			o.Accel = AccelCUDA
+		case "managed":
+			o.Accel = AccelManaged
+		case "openacc":
+			o.Accel = AccelOpenACC
+		case "rocm":
+			o.Accel = AccelROCm
+		default:
+			return &UsageError{Message: "Invalid Accel Type Specified", Opt: opt, Arg: arg}
+		}
+	case 'p':
+		v, err := atoi(opt, arg, "Invalid Number of Pairs")
+		if err != nil || v < 1 {
+			return &UsageError{Message: "Invalid Number of Pairs", Opt: opt, Arg: arg}
+		}
+		o.Pairs = v
+	case 'R':
+		switch strings.TrimSpace(arg) {
+		case "0":
+			o.PrintRate = false
+		case "1":
+			o.PrintRate = true
+		default:
+			return &UsageError{Message: "Invalid Print Rate", Opt: opt, Arg: arg}
+		}
+	case 'b':
+		switch {
+		case strings.EqualFold(arg, "single"):
+			o.MultipleBuffers = false
+		case strings.EqualFold(arg, "multiple"):
+			o.MultipleBuffers = true
+		default:
+			return &UsageError{Message: "Please use 'single' or 'multiple' for buffer type", Opt: opt, Arg: arg}
+		}
+	case 'k':
+		kind, rest, _ := strings.Cut(arg, ":")
+		switch {
+		case strings.EqualFold(kind, "rotate"):
+			o.Root = -1
+		case strings.EqualFold(kind, "fixed"):
+			v, err := strconv.Atoi(rest)
+			if err != nil || v < 0 {
+				return &UsageError{Message: "Please pass root node rank. E.g: -k fixed:1", Opt: opt, Arg: arg}
+			}
+			o.Root = v
+		default:
+			return &UsageError{Message: "Invalid root rank rotate type. Valid types[fixed, rotate]", Opt: opt, Arg: arg}
+		}
+	case 't':
+		v, err := atoi(opt, arg, "Invalid Number of Probes")
+		if err != nil || v < 0 {
+			return &UsageError{Message: "Invalid Number of Probes", Opt: opt, Arg: arg}
+		}
+		o.TestCalls = v
+	case 'a':
+		if _, err := atoi(opt, arg, "Invalid Device Array Size"); err != nil {
+			return err
+		}
+	case 0:
+		if s.long == "nccl-bw" {
+			o.NCCLBandwidth = true
+		}
+	}
+	return nil
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// placement reads the trailing "SRC DST" (point-to-point) or accepts none.
+// As in OSU, a 'D' or 'M' placement without -d implies CUDA.
+func (o *Options) placement(b *Benchmark, pos []string) error {
+	switch len(pos) {
+	case 0:
+		if o.Accel != AccelNone && b.kind != kindLatency && b.kind != kindBandwidth {
+			// Collectives: -d puts every buffer on the device.
+			o.Src, o.Dst = Device, Device
+		}
+		return nil
+	case 2:
+	default:
+		return &UsageError{Message: "Expected buffer placement SRC DST (H, D, MH or MD)", Opt: "", Arg: strings.Join(pos, " ")}
+	}
+	ps := [2]Placement{}
+	for i, p := range pos {
+		switch strings.ToUpper(p) {
+		case "H":
+			ps[i] = Host
+		case "D":
+			ps[i] = Device
+		case "MD":
+			ps[i] = ManagedDevice
+		case "MH", "M":
+			ps[i] = ManagedHost
+		default:
+			return &UsageError{Message: "Invalid buffer placement (want H, D, MH or MD)", Opt: "", Arg: p}
+		}
+	}
+	o.Src, o.Dst = ps[0], ps[1]
+	if o.Accel == AccelNone && (o.Src != Host || o.Dst != Host) {
+		if o.Src == ManagedDevice || o.Src == ManagedHost || o.Dst == ManagedDevice || o.Dst == ManagedHost {
+			o.Accel = AccelManaged
+		} else {
+			o.Accel = AccelCUDA
+		}
+	}
+	return nil
+}
+
+// iterationsFor returns the timed and warmup iteration counts for a message
+// of size bytes.
+func (o *Options) iterationsFor(size int) (iters, skip int) {
+	if size > largeMessageSize {
+		return o.IterationsLarge, o.SkipLarge
+	}
+	return o.Iterations, o.Skip
+}
+
+// sizes lists the message sizes a run covers: MinSize, doubling, up to
+// MaxSize (0 is followed by 1, as in OSU).
+func (o *Options) sizes() []int {
+	var out []int
+	for s := o.MinSize; s <= o.MaxSize; {
+		out = append(out, s)
+		if s == 0 {
+			s = 1
+		} else {
+			s *= 2
+		}
+	}
+	return out
+}

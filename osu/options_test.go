@@ -1,0 +1,197 @@
+package osu
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func mustLookup(t *testing.T, name string) *Benchmark {
+	t.Helper()
+	b, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no benchmark %q", name)
+	}
+	return b
+}
+
+func TestDefaults(t *testing.T) {
+	cases := []struct {
+		name                    string
+		min, max                int
+		iters, skip, itL, skipL int
+	}{
+		{"latency", 0, 4 << 20, 10000, 100, 1000, 10},
+		{"osu_latency", 0, 4 << 20, 10000, 100, 1000, 10},
+		{"multi_lat", 0, 4 << 20, 10000, 100, 1000, 10},
+		{"bw", 1, 4 << 20, 100, 10, 20, 2},
+		{"bibw", 1, 4 << 20, 100, 10, 20, 2},
+		{"mbw_mr", 1, 4 << 20, 100, 10, 20, 2},
+	}
+	for _, tc := range cases {
+		o, err := Parse(mustLookup(t, tc.name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []int{o.MinSize, o.MaxSize, o.Iterations, o.Skip, o.IterationsLarge, o.SkipLarge, o.Window}
+		want := []int{tc.min, tc.max, tc.iters, tc.skip, tc.itL, tc.skipL, 64}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: min,max,iters,skip,itersLarge,skipLarge,window = %v, want %v", tc.name, got, want)
+		}
+		if !reflect.DeepEqual(o.Types, []Datatype{Char}) || o.Src != Host || o.Dst != Host {
+			t.Errorf("%s: types %v placement %s %s", tc.name, o.Types, o.Src, o.Dst)
+		}
+		if it, sk := o.iterationsFor(8192); it != tc.iters || sk != tc.skip {
+			t.Errorf("%s: 8192 B uses %d+%d", tc.name, it, sk)
+		}
+		if it, sk := o.iterationsFor(8193); it != tc.itL || sk != tc.skipL {
+			t.Errorf("%s: 8193 B uses %d+%d", tc.name, it, sk)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	lat := mustLookup(t, "latency")
+	bw := mustLookup(t, "bw")
+	mbw := mustLookup(t, "mbw_mr")
+	cases := []struct {
+		b     *Benchmark
+		args  []string
+		check func(o Options) bool
+	}{
+		{lat, []string{"-m", "1:4194304"}, func(o Options) bool { return o.MinSize == 1 && o.MaxSize == 4194304 }},
+		{lat, []string{"-m1:1024"}, func(o Options) bool { return o.MinSize == 1 && o.MaxSize == 1024 }},
+		{lat, []string{"-m", "128"}, func(o Options) bool { return o.MinSize == 0 && o.MaxSize == 128 }},
+		{lat, []string{"-m", "2:"}, func(o Options) bool { return o.MinSize == 2 && o.MaxSize == 4<<20 }},
+		{lat, []string{"-m", ":64"}, func(o Options) bool { return o.MinSize == 0 && o.MaxSize == 64 }},
+		{lat, []string{"-m", "4K:1M"}, func(o Options) bool { return o.MinSize == 4096 && o.MaxSize == 1<<20 }},
+		{lat, []string{"--message-size=8:16"}, func(o Options) bool { return o.MinSize == 8 && o.MaxSize == 16 }},
+		{lat, []string{"--iterations", "7", "--warmup=3"}, func(o Options) bool {
+			return o.Iterations == 7 && o.IterationsLarge == 7 && o.Skip == 3 && o.SkipLarge == 3
+		}},
+		{lat, []string{"-i", "10", "-x", "2"}, func(o Options) bool {
+			return o.Iterations == 10 && o.IterationsLarge == 10 && o.Skip == 2 && o.SkipLarge == 2
+		}},
+		{lat, []string{"-c"}, func(o Options) bool { return o.Validate && o.ValidationWarmup == 5 }},
+		{lat, []string{"-h"}, func(o Options) bool { return o.Help }},
+		{lat, []string{"-v"}, func(o Options) bool { return o.Version }},
+		{lat, []string{"-c", "-i5"}, func(o Options) bool { return o.Validate && o.Iterations == 5 }},
+		{lat, []string{"-d", "cuda", "D", "D"}, func(o Options) bool {
+			return o.Accel == AccelCUDA && o.Src == Device && o.Dst == Device
+		}},
+		{lat, []string{"H", "D"}, func(o Options) bool { return o.Accel == AccelCUDA && o.Src == Host && o.Dst == Device }},
+		{lat, []string{"MD", "MH"}, func(o Options) bool {
+			return o.Accel == AccelManaged && o.Src == ManagedDevice && o.Dst == ManagedHost
+		}},
+		{lat, []string{"H", "H"}, func(o Options) bool { return o.Accel == AccelNone }},
+		{lat, []string{"-T", "mpi_float", "-T", "MPI_INT"}, func(o Options) bool {
+			return reflect.DeepEqual(o.Types, []Datatype{Float, Int})
+		}},
+		{lat, []string{"-T", "all"}, func(o Options) bool { return reflect.DeepEqual(o.Types, []Datatype{Char, Int, Float}) }},
+		{bw, []string{"-W", "32", "-b", "multiple"}, func(o Options) bool { return o.Window == 32 && o.MultipleBuffers }},
+		{mbw, []string{"-p", "2", "-R", "0"}, func(o Options) bool { return o.Pairs == 2 && !o.PrintRate }},
+		{lat, []string{"--", "H", "H"}, func(o Options) bool { return o.Src == Host }},
+	}
+	for _, tc := range cases {
+		o, err := Parse(tc.b, tc.args)
+		if err != nil {
+			t.Errorf("%s %q: %v", tc.b.name, tc.args, err)
+			continue
+		}
+		if !tc.check(o) {
+			t.Errorf("%s %q: unexpected options %+v", tc.b.name, tc.args, o)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	lat := mustLookup(t, "latency")
+	bw := mustLookup(t, "bw")
+	cases := []struct {
+		b    *Benchmark
+		args []string
+		want string
+	}{
+		{lat, []string{"-q"}, "Invalid option [-q]"},
+		{lat, []string{"-f"}, "Invalid option [-f]"}, // osu_latency has no -f in 7.4
+		{lat, []string{"-W", "4"}, "Invalid option [-W]"},
+		{bw, []string{"-f"}, "Invalid option [-f]"},
+		{lat, []string{"-m"}, "Option Missing Required Argument [-m]"},
+		{lat, []string{"-m", "x"}, "Invalid Message Size [-m x]"},
+		{lat, []string{"-m", "0:8"}, "Invalid Message Size [-m 0:8]"},
+		{lat, []string{"-m", "1:2:3"}, "Invalid Message Size [-m 1:2:3]"},
+		{lat, []string{"-i", "0"}, "Invalid Number of Iterations [-i 0]"},
+		{lat, []string{"-x", "-1"}, "Invalid Number of Warmup Iterations [-x -1]"},
+		{bw, []string{"-W", "0"}, "Invalid Window Size [-W 0]"},
+		{lat, []string{"-d", "opencl"}, "Invalid Accel Type Specified [-d opencl]"},
+		{lat, []string{"-T", "mpi_double"}, "Invalid Datatype [-T mpi_double]"},
+		{lat, []string{"D"}, "Expected buffer placement SRC DST (H, D, MH or MD) [D]"},
+		{lat, []string{"X", "H"}, "Invalid buffer placement (want H, D, MH or MD) [X]"},
+		{lat, []string{"-z"}, "Tail latency is not supported by gompix yet [-z]"},
+		{lat, []string{"--nope"}, "Invalid option [--nope]"},
+		{lat, []string{"--nccl-bw"}, "Invalid option [--nccl-bw]"},
+		{lat, []string{"--help=1"}, "Option takes no argument [--help 1]"},
+	}
+	for _, tc := range cases {
+		_, err := Parse(tc.b, tc.args)
+		var ue *UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%s %q: error %v, want a UsageError", tc.b.name, tc.args, err)
+			continue
+		}
+		if err.Error() != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.b.name, tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	o := Options{MinSize: 0, MaxSize: 8}
+	if got, want := o.sizes(), []int{0, 1, 2, 4, 8}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sizes %v, want %v", got, want)
+	}
+	o = Options{MinSize: 3, MaxSize: 20}
+	if got, want := o.sizes(), []int{3, 6, 12}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sizes %v, want %v", got, want)
+	}
+	e := &env{o: &Options{MinSize: 0, MaxSize: 16}, dt: Float}
+	if got, want := e.sizes(), []int{0, 4, 8, 16}; !reflect.DeepEqual(got, want) {
+		t.Errorf("float sizes %v, want %v", got, want)
+	}
+}
+
+func TestDevicePlacementRefused(t *testing.T) {
+	o, err := Parse(mustLookup(t, "latency"), []string{"-d", "cuda", "D", "D"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPlacement(&o); !errors.Is(err, ErrDeviceUnsupported) {
+		t.Errorf("checkPlacement: %v, want ErrDeviceUnsupported", err)
+	}
+	if _, err := allocBuffer(Char, Device, 8); !errors.Is(err, ErrDeviceUnsupported) {
+		t.Errorf("allocBuffer(D): %v", err)
+	}
+	if _, err := allocBuffer(Char, ManagedHost, 8); !errors.Is(err, ErrDeviceUnsupported) {
+		t.Errorf("allocBuffer(MH): %v", err)
+	}
+}
+
+func TestBufferPatterns(t *testing.T) {
+	for _, d := range []Datatype{Char, Int, Float} {
+		b, err := allocBuffer(d, Host, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Fill(300, poison(300, 2, 1))
+		if bad := b.Check(300, pattern(300, 2, 1)); bad != 300 {
+			t.Errorf("%s: poisoned buffer has %d mismatches, want 300", d.MPIName(), bad)
+		}
+		b.Fill(300, pattern(300, 2, 1))
+		if bad := b.Check(300, pattern(300, 2, 1)); bad != 0 {
+			t.Errorf("%s: %d mismatches", d.MPIName(), bad)
+		}
+		if b.View(10).Len() != 10 {
+			t.Errorf("%s: view length", d.MPIName())
+		}
+	}
+}
