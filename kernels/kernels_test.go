@@ -8,8 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"testing"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/gompix/gompix/internal/cudadrv"
@@ -534,7 +534,7 @@ func TestBadLaunches(t *testing.T) {
 }
 
 func atomic32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
-func load32(p *uint32) uint32     { return atomic.LoadUint32(p) }
+func load32(p *uint32) uint32      { return atomic.LoadUint32(p) }
 
 // BenchmarkSumVsCopy measures the float32 two-input sum over 256 MiB inputs
 // against a device-to-device copy of 256 MiB in the same run, counting bytes
