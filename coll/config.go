@@ -42,6 +42,10 @@ func Vars() []Var { return append([]Var(nil), vars...) }
 type Options struct {
 	// Mem runs the local steps (copies, reductions); Host when nil.
 	Mem Mem
+	// Progress is the progress domain the State's requests join; a
+	// package-wide one when nil. Use one per process (in tests, one per
+	// simulated rank).
+	Progress *Progress
 	// Lookup reads a configuration variable; os.LookupEnv when nil.
 	Lookup func(name string) (string, bool)
 	// Warn receives warnings (an unknown or inapplicable forced

@@ -3,12 +3,15 @@ package coll
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"github.com/gompix/gompix/internal/dtype"
 )
 
 // exec runs one schedule: the Request a nonblocking collective returns.
 type exec struct {
+	mu   sync.Mutex // guards the schedule's progress; Test and progress pokes take it
+	prog *Progress
 	name string // "allreduce ring", for error context
 	comm Comm
 	mem  Mem
@@ -28,15 +31,31 @@ type exec struct {
 
 var _ Request = (*exec)(nil)
 
-func (e *exec) mem_(r ref) []byte { return e.bufs[r.s][r.off : r.off+r.n] }
+// bytes resolves a ref to memory.
+func (e *exec) bytes(r ref) []byte {
+	if r.n == 0 {
+		return nil
+	}
+	return e.bufs[r.s][r.off : r.off+r.n]
+}
 
 func (e *exec) fail(err error) (bool, error) {
 	e.done, e.err = true, fmt.Errorf("coll: %s: %w", e.name, err)
 	return true, e.err
 }
 
-// Test advances the schedule as far as it can without blocking.
+// Test advances the schedule as far as it can without blocking, then gives
+// the other schedules of its progress domain a turn.
 func (e *exec) Test() (bool, error) {
+	e.mu.Lock()
+	done, err := e.advance()
+	e.mu.Unlock()
+	e.prog.poke(e)
+	return done, err
+}
+
+// advance runs the schedule until it would block. Called with e.mu held.
+func (e *exec) advance() (bool, error) {
 	if e.done {
 		return true, e.err
 	}
@@ -48,9 +67,9 @@ func (e *exec) Test() (bool, error) {
 				var q Request
 				var err error
 				if s.kind == stepSend {
-					q, err = e.comm.Isend(e.mem_(s.a), s.peer, e.tag)
+					q, err = e.comm.Isend(e.bytes(s.a), s.peer, e.tag)
 				} else {
-					q, err = e.comm.Irecv(e.mem_(s.a), s.peer, e.tag)
+					q, err = e.comm.Irecv(e.bytes(s.a), s.peer, e.tag)
 				}
 				if err != nil {
 					return e.fail(fmt.Errorf("%v: %w", s, err))
@@ -85,11 +104,11 @@ func (e *exec) Test() (bool, error) {
 			var err error
 			switch s.kind {
 			case stepCopy:
-				err = e.mem.Copy(e.mem_(s.a), e.mem_(s.b))
+				err = e.mem.Copy(e.bytes(s.a), e.bytes(s.b))
 			case stepReduce:
-				err = e.mem.Reduce(e.op, e.t, e.mem_(s.a), e.mem_(s.b))
+				err = e.mem.Reduce(e.op, e.t, e.bytes(s.a), e.bytes(s.b))
 			case stepScale:
-				err = e.mem.Scale(e.t, e.mem_(s.a), s.peer)
+				err = e.mem.Scale(e.t, e.bytes(s.a), s.peer)
 			}
 			if err != nil {
 				return e.fail(fmt.Errorf("%v: %w", s, err))
@@ -106,11 +125,12 @@ func (e *exec) Test() (bool, error) {
 // spinTests is how many times Wait retries Test before it blocks.
 const spinTests = 64
 
-// Wait runs the schedule to completion. It spins on Test briefly; then,
-// rather than burning the CPU (ranks may outnumber cores), it blocks in the
-// Comm's Wait on one request the current round still needs, which lets the
-// point-to-point layer sleep, and yields with runtime.Gosched when it has
-// none to wait on.
+// Wait runs the schedule to completion: Test in a loop, spinning briefly,
+// then yielding with runtime.Gosched between Tests. When this is the only
+// schedule in flight in its progress domain, nothing else needs this
+// goroutine's progress, so it blocks in the Comm's Wait on a request the
+// current round still needs instead (the point-to-point layer can sleep
+// there when ranks outnumber cores).
 func (e *exec) Wait() error {
 	for i := 0; ; i++ {
 		done, err := e.Test()
@@ -120,7 +140,7 @@ func (e *exec) Wait() error {
 		if i < spinTests {
 			continue
 		}
-		if q := e.pending(); q != nil {
+		if q := e.pendingAlone(); q != nil {
 			// Its result (an error included) is collected by the next
 			// Test, which also checks the received size.
 			_ = q.Wait()
@@ -130,7 +150,14 @@ func (e *exec) Wait() error {
 	}
 }
 
-func (e *exec) pending() Request {
+// pendingAlone returns a request the current round waits for, if e is the
+// only schedule in flight in its domain.
+func (e *exec) pendingAlone() Request {
+	if !e.prog.alone(e) {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, q := range e.reqs {
 		if q != nil {
 			return q
@@ -139,9 +166,61 @@ func (e *exec) pending() Request {
 	return nil
 }
 
-// completed is a Request for a collective with nothing to do, or one that
-// failed before it started.
-type completed struct{ err error }
+// Progress is a progress domain: the collective schedules in flight whose
+// progress a Test or Wait on any one of them also drives (MPI's progress
+// rule). Without it, a rank blocked on one nonblocking collective would
+// starve another that a peer is blocked on. Package mpi keeps one per
+// process; NewState uses a package-wide domain when Options.Progress is nil.
+// Safe for concurrent use.
+type Progress struct {
+	mu     sync.Mutex
+	active []*exec
+}
 
-func (c completed) Test() (bool, error) { return true, c.err }
-func (c completed) Wait() error         { return c.err }
+// NewProgress returns an empty progress domain.
+func NewProgress() *Progress { return &Progress{} }
+
+var defaultProgress = NewProgress()
+
+func (p *Progress) add(e *exec) {
+	p.mu.Lock()
+	p.active = append(p.active, e)
+	p.mu.Unlock()
+}
+
+func (p *Progress) alone(e *exec) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, x := range p.active {
+		if x != e {
+			return false
+		}
+	}
+	return true
+}
+
+// poke advances every schedule of the domain other than self that nobody
+// else is advancing right now, and forgets the completed ones. If another
+// goroutine is already poking, it leaves the work to that one.
+func (p *Progress) poke(self *exec) {
+	if !p.mu.TryLock() {
+		return
+	}
+	defer p.mu.Unlock()
+	kept := p.active[:0]
+	for _, x := range p.active {
+		if x.mu.TryLock() {
+			if x != self {
+				_, _ = x.advance() // errors are x's, reported by its own Test
+			}
+			done := x.done
+			x.mu.Unlock()
+			if done {
+				continue
+			}
+		}
+		kept = append(kept, x)
+	}
+	clear(p.active[len(kept):])
+	p.active = kept
+}

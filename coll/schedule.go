@@ -195,6 +195,10 @@ func split(count, p int) (counts, displs []int) {
 }
 
 // block returns element block i of base under counts/displs.
+// An empty block is the empty ref: MPI lets its displacement point anywhere.
 func (b *builder) block(base ref, counts, displs []int, i int) ref {
+	if counts[i] == 0 {
+		return ref{}
+	}
 	return base.at(displs[i]*b.esz, counts[i]*b.esz)
 }

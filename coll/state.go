@@ -23,14 +23,18 @@ type State struct {
 	comm Comm
 	seq  uint32
 	mem  Mem
+	prog *Progress
 	cfg  config
 }
 
 // NewState returns the engine for c. o may be nil.
 func NewState(c Comm, o *Options) *State {
-	s := &State{comm: c, mem: Host{}, cfg: loadConfig(o)}
+	s := &State{comm: c, mem: Host{}, prog: defaultProgress, cfg: loadConfig(o)}
 	if o != nil && o.Mem != nil {
 		s.mem = o.Mem
+	}
+	if o != nil && o.Progress != nil {
+		s.prog = o.Progress
 	}
 	return s
 }
@@ -62,7 +66,7 @@ func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Reques
 	}
 	alg.build(b)
 	e := &exec{
-		name: alg.String(), comm: s.comm, mem: s.mem, op: b.op, t: b.t, tag: tag,
+		prog: s.prog, name: alg.String(), comm: s.comm, mem: s.mem, op: b.op, t: b.t, tag: tag,
 		rounds: b.rounds,
 	}
 	e.bufs[slotSend], e.bufs[slotRecv] = send, recv
@@ -73,6 +77,11 @@ func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Reques
 		}
 		e.bufs[slotTmp] = tmp
 	}
+	if len(e.rounds) == 0 {
+		e.done = true
+		return e, nil
+	}
+	s.prog.add(e)
 	return e, nil
 }
 

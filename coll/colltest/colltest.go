@@ -1,0 +1,248 @@
+// Package colltest is an in-process transport for testing collectives: a
+// World of n ranks that are goroutines of one process, exchanging messages
+// through mutex-protected matching queues.
+//
+// Layer: a test helper beside coll. It imports coll (for the Comm and
+// Request interfaces it implements) and the standard library; other packages
+// (mpi, stream) may use it in their tests.
+//
+// Semantics: Isend copies the buffer and completes at once (eager, infinitely
+// buffered). A message matches the first posted receive with the same source
+// and tag, in posting order; a receive matches the first unexpected message
+// with its source and tag, in arrival order — so messages between a pair with
+// one tag are non-overtaking. A message longer than the receive buffer
+// completes the receive with ErrTruncate; receive requests report the bytes
+// that arrived (coll.Counter).
+//
+// Concurrency: every method is safe for concurrent use. With World.Slow set,
+// a completed receive still reports "not done" to its first few Tests, which
+// exercises the executors' retry paths.
+package colltest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gompix/gompix/coll"
+)
+
+// Errors of the in-process transport.
+var (
+	ErrTruncate = errors.New("colltest: message truncated")
+	ErrRank     = errors.New("colltest: invalid rank")
+	ErrTag      = errors.New("colltest: invalid tag")
+)
+
+// World is a set of ranks.
+type World struct {
+	boxes []*mailbox
+	// Slow, when set before use, makes each receive report "not done" to
+	// its first 0-3 Tests after completion.
+	Slow  bool
+	slowN atomic.Uint32
+}
+
+type message struct {
+	src, tag int
+	data     []byte
+}
+
+type posted struct {
+	src, tag int
+	buf      []byte
+	req      *Request
+}
+
+type mailbox struct {
+	mu         sync.Mutex
+	unexpected []message
+	posted     []posted
+}
+
+// NewWorld returns a world of n ranks.
+func NewWorld(n int) *World {
+	w := &World{boxes: make([]*mailbox, n)}
+	for i := range w.boxes {
+		w.boxes[i] = &mailbox{}
+	}
+	return w
+}
+
+// Size is the number of ranks.
+func (w *World) Size() int { return len(w.boxes) }
+
+// Comm returns rank's endpoint.
+func (w *World) Comm(rank int) *Comm { return &Comm{w: w, rank: rank} }
+
+// Pending counts messages sent but never received and receives posted but
+// never matched: both should be zero after a correct collective.
+func (w *World) Pending() (unexpected, posted int) {
+	for _, b := range w.boxes {
+		b.mu.Lock()
+		unexpected += len(b.unexpected)
+		posted += len(b.posted)
+		b.mu.Unlock()
+	}
+	return unexpected, posted
+}
+
+// Run calls f on every rank, each on its own goroutine, and returns the
+// ranks' errors joined. If the ranks have not all returned within timeout
+// (a deadlock), it returns an error naming the ones still running; their
+// goroutines are left behind.
+func (w *World) Run(timeout time.Duration, f func(c *Comm) error) error {
+	n := w.Size()
+	errs := make([]error, n)
+	var done sync.WaitGroup
+	var left atomic.Int64
+	left.Store(int64(n))
+	running := make([]atomic.Bool, n)
+	for r := range n {
+		running[r].Store(true)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			defer running[r].Store(false)
+			if err := f(w.Comm(r)); err != nil {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+			}
+		}()
+	}
+	ch := make(chan struct{})
+	go func() { done.Wait(); close(ch) }()
+	select {
+	case <-ch:
+		return errors.Join(errs...)
+	case <-time.After(timeout):
+		var stuck []int
+		for r := range n {
+			if running[r].Load() {
+				stuck = append(stuck, r)
+			}
+		}
+		return fmt.Errorf("colltest: ranks %v still running after %v (deadlock?)", stuck, timeout)
+	}
+}
+
+// Comm is one rank's endpoint; it implements coll.Comm.
+type Comm struct {
+	w    *World
+	rank int
+}
+
+var _ coll.Comm = (*Comm)(nil)
+
+func (c *Comm) Rank() int { return c.rank }
+func (c *Comm) Size() int { return len(c.w.boxes) }
+
+func (c *Comm) check(peer, tag int) error {
+	if peer < 0 || peer >= c.Size() {
+		return fmt.Errorf("rank %d of %d: %w", peer, c.Size(), ErrRank)
+	}
+	if tag < 0 {
+		return fmt.Errorf("tag %d: %w", tag, ErrTag)
+	}
+	return nil
+}
+
+// Isend copies buf to dest's queue (or straight into a posted receive).
+func (c *Comm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
+	if err := c.check(dest, tag); err != nil {
+		return nil, err
+	}
+	box := c.w.boxes[dest]
+	box.mu.Lock()
+	for i, p := range box.posted {
+		if p.src == c.rank && p.tag == tag {
+			box.posted = append(box.posted[:i], box.posted[i+1:]...)
+			box.mu.Unlock()
+			p.req.deliver(buf, len(p.buf))
+			return doneRequest(), nil
+		}
+	}
+	box.unexpected = append(box.unexpected, message{src: c.rank, tag: tag, data: append([]byte(nil), buf...)})
+	box.mu.Unlock()
+	return doneRequest(), nil
+}
+
+// Irecv posts a receive for a message from src with tag.
+func (c *Comm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
+	if err := c.check(src, tag); err != nil {
+		return nil, err
+	}
+	req := c.w.newRequest(buf)
+	box := c.w.boxes[c.rank]
+	box.mu.Lock()
+	for i, m := range box.unexpected {
+		if m.src == src && m.tag == tag {
+			box.unexpected = append(box.unexpected[:i], box.unexpected[i+1:]...)
+			box.mu.Unlock()
+			req.deliver(m.data, len(buf))
+			return req, nil
+		}
+	}
+	box.posted = append(box.posted, posted{src: src, tag: tag, buf: buf, req: req})
+	box.mu.Unlock()
+	return req, nil
+}
+
+// Request is a colltest operation; receives implement coll.Counter.
+type Request struct {
+	buf    []byte
+	done   chan struct{}
+	err    error
+	count  int
+	delays atomic.Int32
+}
+
+var _ coll.Counter = (*Request)(nil)
+
+func (w *World) newRequest(buf []byte) *Request {
+	r := &Request{buf: buf, done: make(chan struct{})}
+	if w.Slow {
+		r.delays.Store(int32(w.slowN.Add(1) % 4))
+	}
+	return r
+}
+
+func doneRequest() *Request {
+	r := &Request{done: make(chan struct{})}
+	close(r.done)
+	return r
+}
+
+func (r *Request) deliver(data []byte, room int) {
+	r.count = copy(r.buf, data)
+	if len(data) > room {
+		r.err = fmt.Errorf("%d-byte message into a %d-byte buffer: %w", len(data), room, ErrTruncate)
+	}
+	close(r.done)
+}
+
+// Test reports completion without blocking.
+func (r *Request) Test() (bool, error) {
+	select {
+	case <-r.done:
+		if r.delays.Load() > 0 && r.delays.Add(-1) >= 0 {
+			return false, nil
+		}
+		return true, r.err
+	default:
+		return false, nil
+	}
+}
+
+// Wait blocks until the request completes.
+func (r *Request) Wait() error {
+	<-r.done
+	return r.err
+}
+
+// Count is the number of bytes received.
+func (r *Request) Count() int {
+	<-r.done
+	return r.count
+}
