@@ -1,0 +1,145 @@
+//go:build osucoll
+
+package osu
+
+import (
+	"time"
+
+	"github.com/gompix/gompix/mpi"
+)
+
+// runNonblocking: osu_i<collective>, OSU's overlap measurement. For each
+// size, first the pure communication time (start, wait) per rank; then
+// each iteration starts the operation, computes for that long (calling
+// MPI_Test -t times spread through the computation), and waits. The row
+// shows the overall time per iteration, the computation time (without the
+// tests), the pure communication time and the overlap
+// 100 − 100 × (overall − compute) / pure, at least 0; -f adds the start,
+// test and wait times and the minimum and maximum pure time over ranks.
+func runNonblocking(e *env, k *collective) error {
+	cb, err := e.collBuffers(k)
+	if err != nil {
+		return err
+	}
+	for _, size := range e.collSizes(k) {
+		it := &collIteration{e: e, k: k, cb: cb, size: size, cnt: k.count(e.count(size), e.n)}
+		iters, skip := e.o.iterationsFor(size)
+		if err := e.c.Barrier(); err != nil {
+			return err
+		}
+		// Pure communication.
+		var pure time.Duration
+		for i := 0; i < iters+skip; i++ {
+			s, r := it.views(e.rootFor(i))
+			t0 := time.Now()
+			req, err := k.start(e.c, s, r, e.rootFor(i))
+			if err != nil {
+				return err
+			}
+			if _, err := req.Wait(); err != nil {
+				return err
+			}
+			if d := time.Since(t0); i >= skip {
+				pure += d
+			}
+			if err := e.c.Barrier(); err != nil {
+				return err
+			}
+		}
+		latency := pure / time.Duration(iters)
+		// Overlapped with a computation as long as the pure time.
+		var overall, initT, compute, test, wait time.Duration
+		errs := 0
+		for i := 0; i < iters+skip; i++ {
+			if e.o.Validate {
+				it.prepare(i)
+			}
+			s, r := it.views(e.rootFor(i))
+			t0 := time.Now()
+			req, err := k.start(e.c, s, r, e.rootFor(i))
+			if err != nil {
+				return err
+			}
+			t1 := time.Now()
+			tt, err := computeAndTest(latency, e.o.TestCalls, req)
+			if err != nil {
+				return err
+			}
+			t2 := time.Now()
+			if _, err := req.Wait(); err != nil {
+				return err
+			}
+			t3 := time.Now()
+			if i >= skip {
+				overall += t3.Sub(t0)
+				initT += t1.Sub(t0)
+				compute += t2.Sub(t1)
+				test += tt
+				wait += t3.Sub(t2)
+			}
+			if e.o.Validate {
+				errs += it.check(i)
+			}
+			if err := e.c.Barrier(); err != nil {
+				return err
+			}
+		}
+		per := func(d time.Duration) float64 { return micros(d) / float64(iters) }
+		st, err := combine(e.c, per(overall), per(compute), per(test), per(wait), per(initT), micros(latency), float64(errs))
+		if err != nil {
+			return err
+		}
+		n := e.n
+		r := row{
+			Size:    size,
+			Avg:     st.Avg(0, n),
+			Compute: st.Avg(1, n) - st.Avg(2, n),
+			Test:    st.Avg(2, n),
+			Wait:    st.Avg(3, n),
+			Init:    st.Avg(4, n),
+			Comm:    st.Avg(5, n),
+			Min:     st.Min[5],
+			Max:     st.Max[5],
+			Errors:  int(st.Sum[6]),
+		}
+		if r.Comm > 0 {
+			r.Overlap = max(0, 100-(r.Avg-r.Compute)/r.Comm*100)
+		}
+		e.report(r)
+	}
+	return nil
+}
+
+// computeAndTest busy-computes for d, calling req.Test calls times at
+// even intervals (OSU's dummy compute with MPI_Test probes), and returns
+// the time spent in the tests.
+func computeAndTest(d time.Duration, calls int, req *mpi.Request) (time.Duration, error) {
+	var tested time.Duration
+	slices := max(calls, 1)
+	for s := 0; s < slices; s++ {
+		spin(d / time.Duration(slices))
+		if calls > 0 {
+			t0 := time.Now()
+			if _, _, err := req.Test(); err != nil {
+				return tested, err
+			}
+			tested += time.Since(t0)
+		}
+	}
+	return tested, nil
+}
+
+// sink keeps spin's arithmetic from being optimised away.
+var sink float64
+
+// spin computes (a small dependent floating-point loop) for about d.
+func spin(d time.Duration) {
+	start := time.Now()
+	x := 1.0
+	for time.Since(start) < d {
+		for i := 0; i < 64; i++ {
+			x = x*1.0000001 + 1e-9
+		}
+	}
+	sink += x
+}
