@@ -49,8 +49,9 @@ abi() {
 	mkdir -p "$out"
 	cuda=${CUDA_HOME:-/usr/local/cuda}
 	{
-		gcc -std=c11 -Wall -Werror -I"$cuda/include" -I"$root/internal/cudadrv" \
-			-o /tmp/gx_abi_check "$root/internal/cudadrv/abi_check.c" && /tmp/gx_abi_check
+		gcc -std=c11 -Wall -Werror -c -I"$cuda/include" -I"$root/internal/cudadrv" \
+			-o /tmp/gx_abi_check.o "$root/internal/cudadrv/abi_check.c" &&
+			echo "abi: gx_cuda.h matches $cuda/include/cuda.h and nvrtc.h (constants and every entry-point type)"
 	} >"$out/abi.log" 2>&1 || status=1
 	cat "$out/abi.log"
 }
