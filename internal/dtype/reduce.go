@@ -3,6 +3,7 @@ package dtype
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 )
 
@@ -39,35 +40,37 @@ func Reduce(op Op, t Type, inout, in []byte) error {
 	if len(inout) == 0 {
 		return nil
 	}
+	// The kernels come from tables built once: an instantiated generic
+	// function used as a value allocates, a table entry does not.
 	switch t {
 	case Byte, Uint8:
-		combine[uint8](inout, in, intKernel[uint8](op))
+		combine(inout, in, u8Kernels[op])
 	case Int8:
-		combine[int8](inout, in, intKernel[int8](op))
+		combine(inout, in, i8Kernels[op])
 	case Int16:
-		combine[int16](inout, in, intKernel[int16](op))
+		combine(inout, in, i16Kernels[op])
 	case Int32:
-		combine[int32](inout, in, intKernel[int32](op))
+		combine(inout, in, i32Kernels[op])
 	case Int64:
-		combine[int64](inout, in, intKernel[int64](op))
+		combine(inout, in, i64Kernels[op])
 	case Uint16:
-		combine[uint16](inout, in, intKernel[uint16](op))
+		combine(inout, in, u16Kernels[op])
 	case Uint32:
-		combine[uint32](inout, in, intKernel[uint32](op))
+		combine(inout, in, u32Kernels[op])
 	case Uint64:
-		combine[uint64](inout, in, intKernel[uint64](op))
+		combine(inout, in, u64Kernels[op])
 	case Float32:
-		combine[float32](inout, in, floatKernel[float32](op))
+		combine(inout, in, f32Kernels[op])
 	case Float64:
-		combine[float64](inout, in, floatKernel[float64](op))
+		combine(inout, in, f64Kernels[op])
 	case Complex64:
-		combine[complex64](inout, in, complexKernel[complex64](op))
+		combine(inout, in, c64Kernels[op])
 	case Complex128:
-		combine[complex128](inout, in, complexKernel[complex128](op))
+		combine(inout, in, c128Kernels[op])
 	case Float16:
-		half(inout, in, floatKernel[float32](op), Float16ToFloat32, Float32ToFloat16)
+		half(inout, in, f32Kernels[op], false)
 	case BFloat16:
-		half(inout, in, floatKernel[float32](op), BFloat16ToFloat32, Float32ToBFloat16)
+		half(inout, in, f32Kernels[op], true)
 	default:
 		return fmt.Errorf("dtype: reduce %v on %v: %w", op, t, ErrOp)
 	}
@@ -117,9 +120,9 @@ func Scale(t Type, buf []byte, n int) error {
 	case Complex128:
 		unary(buf, divFloat[complex128](complex(float64(n), 0)))
 	case Float16:
-		halfUnary(buf, divFloat[float32](float32(n)), Float16ToFloat32, Float32ToFloat16)
+		halfUnary(buf, float32(n), false)
 	case BFloat16:
-		halfUnary(buf, divFloat[float32](float32(n)), BFloat16ToFloat32, Float32ToBFloat16)
+		halfUnary(buf, float32(n), true)
 	}
 	return nil
 }
@@ -230,8 +233,31 @@ func bxor[T integer](a, b []T) {
 	}
 }
 
-// intKernel, floatKernel and complexKernel pick the family body for op; the
-// caller has checked op.Supports(t), so the default cases are unreachable.
+// Kernel tables, indexed by Op; nil where op.Supports(t) is false.
+var (
+	u8Kernels   = table(intKernel[uint8])
+	i8Kernels   = table(intKernel[int8])
+	i16Kernels  = table(intKernel[int16])
+	i32Kernels  = table(intKernel[int32])
+	i64Kernels  = table(intKernel[int64])
+	u16Kernels  = table(intKernel[uint16])
+	u32Kernels  = table(intKernel[uint32])
+	u64Kernels  = table(intKernel[uint64])
+	f32Kernels  = table(floatKernel[float32])
+	f64Kernels  = table(floatKernel[float64])
+	c64Kernels  = table(complexKernel[complex64])
+	c128Kernels = table(complexKernel[complex128])
+)
+
+func table[T elem](pick func(Op) kernel[T]) (t [numOps]kernel[T]) {
+	for op := range Op(numOps) {
+		t[op] = pick(op)
+	}
+	return t
+}
+
+// intKernel, floatKernel and complexKernel pick the family body for op (nil
+// where op is undefined on the family).
 
 func intKernel[T integer](op Op) kernel[T] {
 	switch op {
@@ -304,6 +330,12 @@ func view[T any](b []byte) ([]T, bool) {
 	return unsafe.Slice((*T)(p), len(b)/size), true
 }
 
+// scratch is a pair of aligned blocks; pooled because the kernels are
+// called through function values, which makes stack blocks escape.
+type scratch struct{ a, b [chunkWords]uint64 }
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 func words[T any](w *[chunkWords]uint64) []T {
 	var z T
 	return unsafe.Slice((*T)(unsafe.Pointer(w)), chunkWords*8/int(unsafe.Sizeof(z)))
@@ -318,10 +350,11 @@ func combine[T elem](inout, in []byte, k kernel[T]) {
 		k(a, b)
 		return
 	}
-	var wa, wb [chunkWords]uint64
-	sa, sb := words[T](&wa), words[T](&wb)
-	ba := unsafe.Slice((*byte)(unsafe.Pointer(&wa)), len(wa)*8)
-	bb := unsafe.Slice((*byte)(unsafe.Pointer(&wb)), len(wb)*8)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	sa, sb := words[T](&sc.a), words[T](&sc.b)
+	ba := unsafe.Slice((*byte)(unsafe.Pointer(&sc.a)), len(sc.a)*8)
+	bb := unsafe.Slice((*byte)(unsafe.Pointer(&sc.b)), len(sc.b)*8)
 	size := len(ba) / len(sa)
 	for off := 0; off < len(inout); {
 		n := min(len(inout)-off, len(ba))
@@ -341,9 +374,10 @@ func unary[T elem](buf []byte, f func(T) T) {
 		}
 		return
 	}
-	var w [chunkWords]uint64
-	s := words[T](&w)
-	bw := unsafe.Slice((*byte)(unsafe.Pointer(&w)), len(w)*8)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	s := words[T](&sc.a)
+	bw := unsafe.Slice((*byte)(unsafe.Pointer(&sc.a)), len(sc.a)*8)
 	size := len(bw) / len(s)
 	for off := 0; off < len(buf); {
 		n := min(len(buf)-off, len(bw))
@@ -368,32 +402,61 @@ func divFloat[T float | cplx](n T) func(T) T {
 	return func(x T) T { return x / n }
 }
 
-// half widens 16-bit floats to float32 in scratch blocks, applies k, and
-// rounds back.
-func half(inout, in []byte, k kernel[float32], widen func(uint16) float32, narrow func(float32) uint16) {
-	var wa, wb [chunkWords]uint64
-	fa, fb := words[float32](&wa), words[float32](&wb)
+// half widens 16-bit floats (little-endian, as on every platform gompix
+// targets; brain selects bfloat16 over IEEE float16) to float32 in scratch
+// blocks, applies k, and rounds back.
+func half(inout, in []byte, k kernel[float32], brain bool) {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	fa, fb := words[float32](&sc.a), words[float32](&sc.b)
 	for off := 0; off < len(inout); {
 		n := min((len(inout)-off)/2, len(fa))
-		for i := range n {
-			j := off + 2*i
-			fa[i] = widen(uint16(inout[j]) | uint16(inout[j+1])<<8)
-			fb[i] = widen(uint16(in[j]) | uint16(in[j+1])<<8)
-		}
+		x := inout[off : off+2*n]
+		widen(fa[:n], x, brain)
+		widen(fb[:n], in[off:off+2*n], brain)
 		k(fa[:n], fb[:n])
-		for i := range n {
-			h := narrow(fa[i])
-			j := off + 2*i
-			inout[j], inout[j+1] = byte(h), byte(h>>8)
-		}
+		narrow(x, fa[:n], brain)
 		off += 2 * n
 	}
 }
 
-func halfUnary(buf []byte, f func(float32) float32, widen func(uint16) float32, narrow func(float32) uint16) {
+// widen converts len(dst) 16-bit floats from src; one loop per format so
+// that the conversions inline.
+func widen(dst []float32, src []byte, brain bool) {
+	src = src[:2*len(dst)]
+	if brain {
+		for i := range dst {
+			dst[i] = BFloat16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+		return
+	}
+	for i := range dst {
+		dst[i] = Float16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+	}
+}
+
+// narrow rounds len(src) float32 values into 16-bit floats in dst.
+func narrow(dst []byte, src []float32, brain bool) {
+	dst = dst[:2*len(src)]
+	if brain {
+		for i, f := range src {
+			h := Float32ToBFloat16(f)
+			dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+		}
+		return
+	}
+	for i, f := range src {
+		h := Float32ToFloat16(f)
+		dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+	}
+}
+
+func halfUnary(buf []byte, div float32, brain bool) {
+	var f [1]float32
 	for j := 0; j+1 < len(buf); j += 2 {
-		h := narrow(f(widen(uint16(buf[j]) | uint16(buf[j+1])<<8)))
-		buf[j], buf[j+1] = byte(h), byte(h>>8)
+		widen(f[:], buf[j:j+2], brain)
+		f[0] /= div
+		narrow(buf[j:j+2], f[:], brain)
 	}
 }
 
