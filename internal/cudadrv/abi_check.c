@@ -91,7 +91,7 @@ int main(void) {
     GX_NVRTC_FUNCS(CHECKN)
     CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) = cuGetProcAddress_v2;
     (void)gpa;
-    printf("abi_check: %d constants and %zu + %zu entry points match cuda.h (CUDA_VERSION %d)\n",
-           0, sizeof(t) / sizeof(void *), sizeof(n) / sizeof(void *), CUDA_VERSION);
+    printf("abi_check: %zu + %zu entry points match cuda.h and nvrtc.h (CUDA_VERSION %d)\n",
+           sizeof(t) / sizeof(void *), sizeof(n) / sizeof(void *), CUDA_VERSION);
     return 0;
 }
