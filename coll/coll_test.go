@@ -39,8 +39,16 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	w := colltest.NewWorld(c.p)
 	w.Slow = r.IntN(2) == 0
 	blocking := r.IntN(2) == 0
+	// Usually one progress domain per rank, as in real processes; sometimes
+	// one shared by all ranks, so goroutines advance each other's schedules
+	// concurrently.
+	shared := r.IntN(4) == 0
 	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-		s := coll.NewState(cm, perRank(opts))
+		o := perRank(opts)
+		if shared {
+			o.Progress = nil
+		}
+		s := coll.NewState(cm, o)
 		b := &c.bufs[cm.Rank()]
 		if blocking {
 			return c.block(s, cm.Rank(), b)
@@ -111,7 +119,7 @@ func seedOf(s string) uint64 {
 // forced, against the naive reference over random rank counts (1..17),
 // counts (0, < ranks, large), roots, ops, types and in-place use.
 func TestAlgorithms(t *testing.T) {
-	iters := 30
+	iters := 80
 	if testing.Short() {
 		iters = 8
 	}

@@ -1,0 +1,49 @@
+package coll
+
+import "testing"
+
+type nullComm struct{}
+
+func (nullComm) Rank() int                                        { return 0 }
+func (nullComm) Size() int                                        { return 1 }
+func (nullComm) Isend(buf []byte, dest, tag int) (Request, error) { panic("unused") }
+func (nullComm) Irecv(buf []byte, src, tag int) (Request, error)  { panic("unused") }
+
+// Tags stay in [0, 2^24) and wrap after 2^24 collectives.
+func TestTagWrap(t *testing.T) {
+	s := NewState(nullComm{}, nil)
+	s.seq = 1<<24 - 2
+	for _, want := range []int{1<<24 - 2, 1<<24 - 1, 0, 1} {
+		if got := s.nextTag(); got != want {
+			t.Fatalf("tag %d, want %d", got, want)
+		}
+	}
+	s.seq = 1<<32 - 1
+	if got := s.nextTag(); got != 1<<24-1 {
+		t.Fatalf("tag %d at the uint32 wrap", got)
+	}
+	if got := s.nextTag(); got != 0 {
+		t.Fatalf("tag %d after the uint32 wrap", got)
+	}
+}
+
+// Builder rounds: consecutive communication shares a round, locals follow,
+// and sync or a local splits rounds.
+func TestBuilderRounds(t *testing.T) {
+	b := &builder{skipEmpty: true}
+	x := ref{s: slotTmp, n: 4}
+	b.send(x, 1)
+	b.recv(x, 2)
+	b.reduce(x, x)
+	b.send(x, 1)     // after a local: new round
+	b.recv(ref{}, 3) // empty: skipped
+	b.sync()
+	b.send(x, 2)
+	b.copy(x, x) // same range: dropped
+	if len(b.rounds) != 3 {
+		t.Fatalf("%d rounds, want 3: %+v", len(b.rounds), b.rounds)
+	}
+	if len(b.rounds[0].comm) != 2 || len(b.rounds[0].local) != 1 || len(b.rounds[1].comm) != 1 || len(b.rounds[2].local) != 0 {
+		t.Fatalf("rounds %+v", b.rounds)
+	}
+}
