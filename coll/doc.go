@@ -43,6 +43,16 @@
 // messages mixing. Within one collective, two ranks exchange messages in the
 // same order on both sides, which the Comm's non-overtaking rule preserves.
 //
+// # Progress
+//
+// A collective advances only when someone calls Test or Wait. MPI's progress
+// rule asks more: a rank blocked on one request must keep every other
+// operation in flight moving, or two ranks blocked on different nonblocking
+// collectives could wait for each other forever. So every request belongs to
+// a Progress domain (one per process; Options.Progress, a package-wide one
+// by default), and each Test also gives the domain's other schedules a turn.
+// Wait blocks inside the Comm only when its schedule is alone in the domain.
+//
 // # Buffers
 //
 // Counts are in elements of a dtype.Type; buffers are byte slices at least as
@@ -68,5 +78,8 @@
 // message of the wrong size yields when the Comm reports received counts),
 // dtype.ErrOp and dtype.ErrType, and whatever the Comm returns (truncation,
 // for example) underneath the collective's context. Nothing here panics,
-// exits or writes to stdout on bad input.
+// exits or writes to stdout on bad input. A collective that fails midway
+// stops there: receives it had already posted may still complete into its
+// buffers, and its peers may be left waiting (as in MPI, where errors in
+// collectives are generally not recoverable).
 package coll
