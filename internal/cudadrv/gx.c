@@ -215,13 +215,14 @@ gx_result gx_module_function(gx_ctx c, gx_function *f, gx_module m, const char *
     return gx_cu.cuModuleGetFunction(f, m, name);
 }
 
-gx_result gx_launch(gx_ctx c, gx_function f, const unsigned int *dims, unsigned int shmem, gx_stream s,
-                    const void *buf, const unsigned int *off, int nargs) {
+gx_result gx_launch(gx_ctx c, gx_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                    unsigned int by, unsigned int bz, unsigned int shmem, gx_stream s, const void *buf,
+                    const unsigned int *off, int nargs) {
     void *params[32];
     if (nargs < 0 || nargs > 32) return GX_CUDA_ERROR_INVALID_VALUE;
     for (int i = 0; i < nargs; i++) params[i] = (char *)buf + off[i];
     GX_CTX(c);
-    return gx_cu.cuLaunchKernel(f, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], shmem, s,
+    return gx_cu.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s,
                                 nargs ? params : NULL, NULL);
 }
 

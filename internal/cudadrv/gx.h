@@ -51,8 +51,9 @@ gx_result gx_device_attribute(int *v, int attr, gx_device d);
 gx_result gx_module_load(gx_ctx c, gx_module *m, const void *image, char *log, unsigned int loglen);
 gx_result gx_module_unload(gx_ctx c, gx_module m);
 gx_result gx_module_function(gx_ctx c, gx_function *f, gx_module m, const char *name);
-gx_result gx_launch(gx_ctx c, gx_function f, const unsigned int *dims, unsigned int shmem, gx_stream s,
-                    const void *buf, const unsigned int *off, int nargs);
+gx_result gx_launch(gx_ctx c, gx_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                    unsigned int by, unsigned int bz, unsigned int shmem, gx_stream s, const void *buf,
+                    const unsigned int *off, int nargs);
 gx_result gx_wait_value32(gx_ctx c, gx_stream s, gx_devptr addr, unsigned int v, unsigned int cond);
 gx_result gx_write_value32(gx_ctx c, gx_stream s, gx_devptr addr, unsigned int v);
 gx_result gx_host_write32(gx_ctx c, gx_stream s, uintptr_t addr, unsigned int v);

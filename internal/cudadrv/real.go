@@ -592,13 +592,14 @@ func (d *realDevice) LaunchKernel(f Function, grid, block Dim3, sharedMem int, s
 	if err := checkLaunch(f, grid, block, sharedMem, args); err != nil {
 		return err
 	}
-	dims := [6]C.uint{C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z)}
+	gx, gy, gz := C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z)
+	bx, by, bz := C.uint(block.X), C.uint(block.Y), C.uint(block.Z)
 	if args == nil || args.n == 0 {
-		return cuError("cuLaunchKernel", C.gx_launch(d.ctx, function(f), &dims[0], C.uint(sharedMem), stream(s), nil, nil, 0))
+		return cuError("cuLaunchKernel", C.gx_launch(d.ctx, function(f), gx, gy, gz, bx, by, bz, C.uint(sharedMem), stream(s), nil, nil, 0))
 	}
 	// The element addresses are written in the call itself so that cgo's
 	// pointer check covers only the two arrays, not the object holding args.
-	return cuError("cuLaunchKernel", C.gx_launch(d.ctx, function(f), &dims[0], C.uint(sharedMem), stream(s),
+	return cuError("cuLaunchKernel", C.gx_launch(d.ctx, function(f), gx, gy, gz, bx, by, bz, C.uint(sharedMem), stream(s),
 		unsafe.Pointer(&args.buf[0]), (*C.uint)(unsafe.Pointer(&args.off[0])), C.int(args.n)))
 }
 
