@@ -1,10 +1,658 @@
 package mpi
 
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/gompix/gompix/coll"
+	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Collectives: each method checks and converts its Buffers, then hands
+// bytes to the communicator's coll.State, which selects an algorithm and
+// runs its schedule. Blocking calls are the nonblocking ones plus Wait, so
+// both share one code path.
+
 // collRequest is the part of a nonblocking collective a Request drives.
 type collRequest interface {
 	Test() (bool, error)
 	Wait() error
 }
 
-// collState is a communicator's collective state (sequence numbers).
-type collState struct{}
+// collState is a communicator's collective engine, created on first use.
+type collState struct {
+	st *coll.State
+}
+
+// engine returns c's coll.State; c.collMu is held.
+func (c *Comm) engine() *coll.State {
+	if c.coll.st == nil {
+		c.coll.st = coll.NewState(collComm{c.pc}, nil)
+	}
+	return c.coll.st
+}
+
+// collComm adapts a pt2pt communicator's collective context to coll.Comm.
+type collComm struct{ pc *pt2pt.Comm }
+
+func (a collComm) Rank() int { return a.pc.Rank() }
+func (a collComm) Size() int { return a.pc.Size() }
+
+func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
+	q := &collMsg{}
+	if len(buf) > 0 {
+		q.p.Pin(&buf[0])
+	}
+	r, err := a.pc.IsendColl(pt2pt.HostMem(buf), dest, tag)
+	if err != nil {
+		q.p.Unpin()
+		return nil, err
+	}
+	q.r = r
+	return q, nil
+}
+
+func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
+	q := &collMsg{}
+	if len(buf) > 0 {
+		q.p.Pin(&buf[0])
+	}
+	r, err := a.pc.IrecvColl(pt2pt.HostMem(buf), src, tag)
+	if err != nil {
+		q.p.Unpin()
+		return nil, err
+	}
+	q.r = r
+	return q, nil
+}
+
+// collMsg is one message of a collective schedule; it keeps its buffer
+// pinned while the transport may touch it. coll may test a schedule's
+// messages from several goroutines (its progress domain advances every
+// schedule in flight), so a collMsg serialises access to its pt2pt request:
+// Test gives up when another goroutine holds it, Wait blocks.
+type collMsg struct {
+	mu   sync.Mutex
+	r    *pt2pt.Request
+	p    runtime.Pinner
+	done bool
+	n    int
+	err  error
+}
+
+func (q *collMsg) finish(st pt2pt.Status, err error) {
+	q.done, q.n, q.err = true, st.Bytes, err
+	q.p.Unpin()
+}
+
+func (q *collMsg) Test() (bool, error) {
+	if !q.mu.TryLock() {
+		return false, nil
+	}
+	defer q.mu.Unlock()
+	if !q.done {
+		ok, st, err := q.r.Test()
+		if !ok {
+			return false, nil
+		}
+		q.finish(st, err)
+	}
+	return true, q.err
+}
+
+func (q *collMsg) Wait() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.done {
+		st, err := q.r.Wait()
+		q.finish(st, err)
+	}
+	return q.err
+}
+
+func (q *collMsg) Count() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// Op is a reduction operation: one of the predefined ones or a
+// user-defined Go function (NewOp).
+type Op struct{ c coll.Op }
+
+// The predefined operations (MPI's, plus Avg as NCCL has it).
+var (
+	Sum  = Op{coll.Builtin(dtype.Sum)}
+	Prod = Op{coll.Builtin(dtype.Prod)}
+	Min  = Op{coll.Builtin(dtype.Min)}
+	Max  = Op{coll.Builtin(dtype.Max)}
+	Land = Op{coll.Builtin(dtype.Land)}
+	Lor  = Op{coll.Builtin(dtype.Lor)}
+	Lxor = Op{coll.Builtin(dtype.Lxor)}
+	Band = Op{coll.Builtin(dtype.Band)}
+	Bor  = Op{coll.Builtin(dtype.Bor)}
+	Bxor = Op{coll.Builtin(dtype.Bxor)}
+	Avg  = Op{coll.Builtin(dtype.Avg)}
+)
+
+// NewOp makes a user-defined operation for elements of type T: f must set
+// inout[i] = in[i] ∘ inout[i], where in holds the contribution of lower
+// ranks. Non-commutative operations are applied in rank order. Using the
+// op with buffers of another element type is an ErrOp.
+func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
+	want := TypeOf[T]()
+	var z T
+	esz := int(unsafe.Sizeof(z))
+	return Op{coll.Op{
+		Commutative: commutative,
+		User: func(in, inout []byte, t dtype.Type) error {
+			if t != want {
+				return fmt.Errorf("user op for %v used on %v: %w", want, t, ErrOp)
+			}
+			if len(in) == 0 {
+				return nil
+			}
+			n := len(in) / esz
+			f(unsafe.Slice((*T)(unsafe.Pointer(&in[0])), n), unsafe.Slice((*T)(unsafe.Pointer(&inout[0])), n))
+			return nil
+		},
+	}}
+}
+
+// inPlace is the InPlace marker's type.
+type inPlace struct{}
+
+func (inPlace) Len() int              { return 0 }
+func (inPlace) Type() dtype.Type      { return dtype.Byte }
+func (inPlace) mem() pt2pt.Mem        { return pt2pt.Mem{} }
+func (inPlace) pin(*runtime.Pinner)   {}
+func (inPlace) hostBytes() []byte     { return nil }
+func (inPlace) slice(int, int) Buffer { return inPlace{} }
+func (inPlace) String() string        { return "mpi.InPlace" }
+
+// InPlace, passed as the send buffer (or the root's receive buffer of
+// Scatter/Scatterv), selects MPI's in-place variant (MPI_IN_PLACE).
+var InPlace Buffer = inPlace{}
+
+func isInPlace(b Buffer) bool { _, ok := b.(inPlace); return ok }
+
+// empty is a non-nil zero-length slice: coll reads a nil send buffer as
+// "in place", so an ordinary empty buffer must not be nil.
+var empty = []byte{}
+
+// collBytes returns the bytes coll sees for b: nil for InPlace or an absent
+// buffer, never nil otherwise.
+func collBytes(b Buffer) ([]byte, error) {
+	if b == nil || isInPlace(b) {
+		return nil, nil
+	}
+	h := b.hostBytes()
+	if h == nil {
+		if b.Len() > 0 {
+			return nil, &pt2pt.OpError{Op: "collective", Class: ErrBuffer, Err: fmt.Errorf("device buffers are not supported by collectives yet")}
+		}
+		return empty, nil
+	}
+	return h, nil
+}
+
+// call describes one collective invocation for start.
+type call struct {
+	name string
+	bufs []Buffer // pinned for the duration
+}
+
+// typeOf returns the element type shared by the real (non-InPlace, non-nil)
+// buffers, and an ErrType if they disagree.
+func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
+	t, set := dtype.Byte, false
+	for _, b := range bufs {
+		if b == nil || isInPlace(b) {
+			continue
+		}
+		if set && b.Type() != t {
+			return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", t, b.Type())}
+		}
+		t, set = b.Type(), true
+	}
+	return t, nil
+}
+
+// start runs f (which starts a coll operation) with c's collective lock
+// held and the buffers pinned until the returned request completes.
+func (c *Comm) start(name string, bufs []Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+	if err := c.check(name); err != nil {
+		return nil, err
+	}
+	if c.pc.Freed() {
+		return nil, &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
+	}
+	req := &Request{}
+	for _, b := range bufs {
+		if b != nil {
+			b.pin(&req.pinner)
+		}
+	}
+	req.pinned = true
+	c.collMu.Lock()
+	cr, err := f(c.engine())
+	c.collMu.Unlock()
+	if err != nil {
+		req.complete(pt2pt.Status{}, nil)
+		return nil, wrapColl(name, err)
+	}
+	req.sched = errWrapper{cr, name}
+	return req, nil
+}
+
+// errWrapper gives collective errors the operation's name and keeps
+// their class.
+type errWrapper struct {
+	r    coll.Request
+	name string
+}
+
+func (w errWrapper) Test() (bool, error) {
+	ok, err := w.r.Test()
+	return ok, wrapColl(w.name, err)
+}
+
+func (w errWrapper) Wait() error { return wrapColl(w.name, w.r.Wait()) }
+
+func wrapColl(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*pt2pt.OpError); ok {
+		return err
+	}
+	return fmt.Errorf("mpi: %s: %w", name, err)
+}
+
+func waitReq(r *Request, err error) error {
+	if err != nil {
+		return err
+	}
+	_, err = r.Wait()
+	return err
+}
+
+// Barrier blocks until every rank of c has called it.
+func (c *Comm) Barrier() error { return waitReq(c.Ibarrier()) }
+
+// Ibarrier starts a barrier.
+func (c *Comm) Ibarrier() (*Request, error) {
+	return c.start("barrier", nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+}
+
+// Bcast sends root's buf to every rank's buf.
+func (c *Comm) Bcast(buf Buffer, root int) error { return waitReq(c.Ibcast(buf, root)) }
+
+// Ibcast starts a Bcast.
+func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
+	if err := checkBuf("bcast", buf); err != nil {
+		return nil, err
+	}
+	b, err := collBytes(buf)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("bcast", []Buffer{buf}, func(s *coll.State) (coll.Request, error) {
+		return s.Ibcast(b, buf.Len(), buf.Type(), root)
+	})
+}
+
+// reduceArgs converts the (send, recv) pair of a reduction: the element
+// count comes from send, or from recv when send is InPlace.
+func reduceArgs(name string, send, recv Buffer) (sb, rb []byte, count int, t dtype.Type, err error) {
+	if send == nil {
+		return nil, nil, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
+	}
+	if t, err = typeOf(name, send, recv); err != nil {
+		return
+	}
+	if sb, err = collBytes(send); err != nil {
+		return
+	}
+	if rb, err = collBytes(recv); err != nil {
+		return
+	}
+	count = send.Len()
+	if isInPlace(send) && recv != nil {
+		count = recv.Len()
+	}
+	return
+}
+
+// Reduce combines every rank's send with op into root's recv (recv may be
+// nil on other ranks). Pass InPlace as send at the root to use recv as its
+// contribution.
+func (c *Comm) Reduce(send, recv Buffer, op Op, root int) error {
+	return waitReq(c.Ireduce(send, recv, op, root))
+}
+
+// Ireduce starts a Reduce.
+func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
+	sb, rb, n, t, err := reduceArgs("reduce", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("reduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Ireduce(sb, rb, n, t, op.c, root)
+	})
+}
+
+// Allreduce combines every rank's send with op into every rank's recv.
+func (c *Comm) Allreduce(send, recv Buffer, op Op) error {
+	return waitReq(c.Iallreduce(send, recv, op))
+}
+
+// Iallreduce starts an Allreduce.
+func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
+	if err := checkBuf("allreduce", recv); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, err := reduceArgs("allreduce", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("allreduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iallreduce(sb, rb, n, t, op.c)
+	})
+}
+
+// Scan computes on rank r the reduction over ranks 0..r.
+func (c *Comm) Scan(send, recv Buffer, op Op) error { return waitReq(c.Iscan(send, recv, op)) }
+
+// Iscan starts a Scan.
+func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
+	sb, rb, n, t, err := reduceArgs("scan", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("scan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iscan(sb, rb, n, t, op.c)
+	})
+}
+
+// Exscan computes on rank r the reduction over ranks 0..r-1 (rank 0's recv
+// is left unchanged).
+func (c *Comm) Exscan(send, recv Buffer, op Op) error { return waitReq(c.Iexscan(send, recv, op)) }
+
+// Iexscan starts an Exscan.
+func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
+	sb, rb, n, t, err := reduceArgs("exscan", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("exscan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iexscan(sb, rb, n, t, op.c)
+	})
+}
+
+// ReduceScatterBlock reduces send (Size()×recv.Len() elements) with op and
+// leaves block r of the result in rank r's recv.
+func (c *Comm) ReduceScatterBlock(send, recv Buffer, op Op) error {
+	return waitReq(c.IreduceScatterBlock(send, recv, op))
+}
+
+// IreduceScatterBlock starts a ReduceScatterBlock.
+func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
+	if err := checkBuf("reduce_scatter_block", recv); err != nil {
+		return nil, err
+	}
+	sb, rb, _, t, err := reduceArgs("reduce_scatter_block", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	n := recv.Len()
+	if isInPlace(send) {
+		n = recv.Len() / c.Size()
+	}
+	return c.start("reduce_scatter_block", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
+	})
+}
+
+// ReduceScatter reduces send (sum(counts) elements) with op and leaves
+// counts[r] elements of the result in rank r's recv.
+func (c *Comm) ReduceScatter(send, recv Buffer, counts []int, op Op) error {
+	return waitReq(c.IreduceScatter(send, recv, counts, op))
+}
+
+// IreduceScatter starts a ReduceScatter.
+func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request, error) {
+	sb, rb, _, t, err := reduceArgs("reduce_scatter", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("reduce_scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.IreduceScatter(sb, rb, counts, t, op.c)
+	})
+}
+
+// gatherArgs converts a (send, recv) pair whose per-rank count comes from
+// send, or from recv/Size() when send is InPlace.
+func (c *Comm) gatherArgs(name string, send, recv Buffer) (sb, rb []byte, count int, t dtype.Type, err error) {
+	if send == nil {
+		return nil, nil, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
+	}
+	if t, err = typeOf(name, send, recv); err != nil {
+		return
+	}
+	if sb, err = collBytes(send); err != nil {
+		return
+	}
+	if rb, err = collBytes(recv); err != nil {
+		return
+	}
+	count = send.Len()
+	if isInPlace(send) && recv != nil {
+		count = recv.Len() / c.Size()
+	}
+	return
+}
+
+// Allgather gathers every rank's send into every rank's recv, in rank
+// order.
+func (c *Comm) Allgather(send, recv Buffer) error { return waitReq(c.Iallgather(send, recv)) }
+
+// Iallgather starts an Allgather.
+func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
+	if err := checkBuf("allgather", recv); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, err := c.gatherArgs("allgather", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("allgather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iallgather(sb, rb, n, t)
+	})
+}
+
+// Allgatherv gathers counts[r] elements from each rank r into recv at
+// displs[r].
+func (c *Comm) Allgatherv(send, recv Buffer, counts, displs []int) error {
+	return waitReq(c.Iallgatherv(send, recv, counts, displs))
+}
+
+// Iallgatherv starts an Allgatherv.
+func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, error) {
+	if err := checkBuf("allgatherv", recv); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, err := c.gatherArgs("allgatherv", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	if isInPlace(send) && c.Rank() < len(counts) {
+		n = counts[c.Rank()]
+	}
+	return c.start("allgatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iallgatherv(sb, n, rb, counts, displs, t)
+	})
+}
+
+// Gather collects every rank's send into root's recv, in rank order.
+func (c *Comm) Gather(send, recv Buffer, root int) error {
+	return waitReq(c.Igather(send, recv, root))
+}
+
+// Igather starts a Gather.
+func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
+	sb, rb, n, t, err := c.gatherArgs("gather", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("gather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Igather(sb, rb, n, t, root)
+	})
+}
+
+// Gatherv collects counts[r] elements from rank r into root's recv at
+// displs[r].
+func (c *Comm) Gatherv(send, recv Buffer, counts, displs []int, root int) error {
+	return waitReq(c.Igatherv(send, recv, counts, displs, root))
+}
+
+// Igatherv starts a Gatherv.
+func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+	sb, rb, n, t, err := c.gatherArgs("gatherv", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	if isInPlace(send) && c.Rank() < len(counts) {
+		n = counts[c.Rank()]
+	}
+	return c.start("gatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Igatherv(sb, n, rb, counts, displs, t, root)
+	})
+}
+
+// Scatter sends block r of root's send to rank r's recv. Pass InPlace as
+// the root's recv to keep its own block in place.
+func (c *Comm) Scatter(send, recv Buffer, root int) error {
+	return waitReq(c.Iscatter(send, recv, root))
+}
+
+// Iscatter starts a Scatter.
+func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
+	if err := checkBuf("scatter", recv); err != nil {
+		return nil, err
+	}
+	t, err := typeOf("scatter", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := collBytes(send)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := collBytes(recv)
+	if err != nil {
+		return nil, err
+	}
+	n := recv.Len()
+	if isInPlace(recv) && send != nil {
+		n = send.Len() / c.Size()
+	}
+	return c.start("scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iscatter(sb, rb, n, t, root)
+	})
+}
+
+// Scatterv sends counts[r] elements at displs[r] of root's send to rank r.
+func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int) error {
+	return waitReq(c.Iscatterv(send, counts, displs, recv, root))
+}
+
+// Iscatterv starts a Scatterv.
+func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+	if err := checkBuf("scatterv", recv); err != nil {
+		return nil, err
+	}
+	t, err := typeOf("scatterv", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := collBytes(send)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := collBytes(recv)
+	if err != nil {
+		return nil, err
+	}
+	n := recv.Len()
+	if isInPlace(recv) && c.Rank() < len(counts) {
+		n = counts[c.Rank()]
+	}
+	return c.start("scatterv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
+	})
+}
+
+// Alltoall sends block d of send to rank d, which receives it as block r
+// of its recv.
+func (c *Comm) Alltoall(send, recv Buffer) error { return waitReq(c.Ialltoall(send, recv)) }
+
+// Ialltoall starts an Alltoall.
+func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
+	if err := checkBuf("alltoall", recv); err != nil {
+		return nil, err
+	}
+	sb, rb, _, t, err := c.gatherArgs("alltoall", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	n := recv.Len() / c.Size()
+	return c.start("alltoall", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Ialltoall(sb, rb, n, t)
+	})
+}
+
+// Alltoallv is Alltoall with per-rank counts and displacements.
+func (c *Comm) Alltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) error {
+	return waitReq(c.Ialltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls))
+}
+
+// Ialltoallv starts an Alltoallv.
+func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
+	if err := checkBuf("alltoallv", recv); err != nil {
+		return nil, err
+	}
+	sb, rb, _, t, err := c.gatherArgs("alltoallv", send, recv)
+	if err != nil {
+		return nil, err
+	}
+	return c.start("alltoallv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
+	})
+}
+
+// allreduceMaxInt and allgatherInts serve communicator creation.
+func (c *Comm) allreduceMaxInt(v int) (int, error) {
+	in, out := []int64{int64(v)}, []int64{0}
+	err := c.Allreduce(Slice(in), Slice(out), Max)
+	return int(out[0]), err
+}
+
+func (c *Comm) allgatherInts(vals []int) ([]int, error) {
+	in := make([]int64, len(vals))
+	for i, v := range vals {
+		in[i] = int64(v)
+	}
+	out := make([]int64, len(vals)*c.Size())
+	if err := c.Allgather(Slice(in), Slice(out)); err != nil {
+		return nil, err
+	}
+	res := make([]int, len(out))
+	for i, v := range out {
+		res[i] = int(v)
+	}
+	return res, nil
+}

@@ -3,6 +3,7 @@ package mpi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -74,7 +75,7 @@ func runJob(t *testing.T, name string, n int) {
 		NP:      n,
 		Program: os.Args[0],
 		Args:    []string{"-test.run=^$"},
-		Env:     []string{childEnv + "=" + name, "GOMPIX_SPIN=" + spinEnv},
+		Env:     append([]string{childEnv + "=" + name, "GOMPIX_SPIN=" + spinEnv}, extraEnv...),
 		Timeout: 2 * time.Minute,
 		Stdout:  &out,
 		Stderr:  &errb,
@@ -92,26 +93,30 @@ func runInProc(t *testing.T, n int, sc scenario) {
 	t.Helper()
 	f := inproc.NewFabric(n)
 	var wg sync.WaitGroup
-	errs := make([]error, n)
+	errc := make(chan error, n)
 	for r := 0; r < n; r++ {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
 			e := pt2pt.NewEngine(f.Transport(r), pt2pt.Options{SpinIterations: 16})
-			errs[r] = sc(newComm(e.World()))
+			if err := sc(newComm(e.World())); err != nil {
+				errc <- fmt.Errorf("rank %d: %w", r, err)
+			}
 		}(r)
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	hung := false
 	select {
 	case <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("in-process job hung")
+	case <-time.After(time.Minute):
+		hung = true
 	}
-	for r, err := range errs {
-		if err != nil {
-			t.Errorf("rank %d: %v", r, err)
-		}
+	for len(errc) > 0 {
+		t.Error(<-errc)
+	}
+	if hung {
+		t.Fatal("in-process job hung")
 	}
 }
 
@@ -149,3 +154,8 @@ func scenarioNames(prefix string) []string {
 // spinEnv is the GOMPIX_SPIN the multi-process tests run with: short
 // spins, so that 4 ranks on 2 cores also exercise the sleep path.
 var spinEnv = "64"
+
+// extraEnv is added to the environment of multi-process test jobs.
+var extraEnv []string
+
+func isClass(err, class error) bool { return errors.Is(err, class) }

@@ -16,9 +16,7 @@
 // Blocking collectives: allreduce, reduce, bcast, allgather, alltoall,
 // reduce_scatter, gather, scatter, barrier. Nonblocking collectives with
 // OSU's overlap columns: iallreduce, ireduce, ibcast, iallgather, ialltoall,
-// ireduce_scatter, igather, iscatter, ibarrier. (The collective benchmarks
-// are in files built with the osucoll tag while the mpi collective API is
-// being added; see the report of the change that adds them.)
+// ireduce_scatter, igather, iscatter, ibarrier.
 //
 // # Semantics (as OSU 7.4)
 //

@@ -1,10 +1,6 @@
-//go:build osucoll
-
 package main
 
 import "testing"
-
-func init() { buildTags = append(buildTags, "osucoll") }
 
 // TestOSUCollectives runs every collective benchmark, blocking and
 // nonblocking, with validation on 2 and 4 ranks for small sizes.
