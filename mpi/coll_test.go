@@ -273,6 +273,10 @@ func collComms(w *Comm) error {
 	if ok, st, err := q.Test(); ok && n > 1 {
 		return fmt.Errorf("a message on the dup matched the parent's receive: %+v %v (dup context %d)", st, err, d.pc.Context())
 	}
+	// Nobody sends on the parent before every rank has checked.
+	if err := d.Barrier(); err != nil {
+		return err
+	}
 	if err := w.Send(Slice([]byte{2}), peer, 5); err != nil {
 		return err
 	}
