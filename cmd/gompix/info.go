@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gompix/gompix/coll"
+	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/gputopo"
+	"github.com/gompix/gompix/ucxbind"
+)
+
+var infoCmd = &cobra.Command{
+	Use:   "info",
+	Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
+	Args:  cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		return writeInfo(cmd.OutOrStdout())
+	},
+}
+
+func init() { rootCmd.AddCommand(infoCmd) }
+
+// writeInfo prints what gompix sees on this machine. Every probe that fails
+// says why on its own line; a machine without a GPU is a normal answer.
+func writeInfo(w io.Writer) error {
+	fmt.Fprintln(w, "gompix (development build)")
+	maj, min, rel := ucxbind.Version()
+	fmt.Fprintf(w, "UCX: %d.%d.%d\n", maj, min, rel)
+	if ctx, err := ucxbind.NewContext(ucxbind.ContextParams{}); err != nil {
+		fmt.Fprintf(w, "  context: %v\n", err)
+	} else {
+		mt := ctx.MemoryTypes()
+		kinds := []string{}
+		if mt&ucxbind.MemHost != 0 {
+			kinds = append(kinds, "host")
+		}
+		if mt&ucxbind.MemCUDA != 0 {
+			kinds = append(kinds, "cuda")
+		}
+		if mt&ucxbind.MemCUDAManaged != 0 {
+			kinds = append(kinds, "cuda-managed")
+		}
+		fmt.Fprintf(w, "  memory types: %s\n", strings.Join(kinds, ", "))
+		if mt&ucxbind.MemCUDA == 0 {
+			fmt.Fprintln(w, "  (this UCX build has no CUDA transports)")
+		}
+		ctx.Close()
+	}
+	if d, err := cudadrv.Open(); err != nil {
+		if errors.Is(err, cudadrv.ErrNoDriver) {
+			fmt.Fprintln(w, "CUDA: no GPU (no CUDA driver found)")
+		} else {
+			fmt.Fprintf(w, "CUDA: %v\n", err)
+		}
+	} else {
+		v := d.Version()
+		fmt.Fprintf(w, "CUDA: driver API %d.%d, %d device(s), loaded via %s\n", v/1000, v%1000/10, d.DeviceCount(), cudadrv.LoadedVia(d))
+	}
+	topo, err := gputopo.Discover()
+	switch {
+	case errors.Is(err, gputopo.ErrNoNVML):
+		fmt.Fprintln(w, "GPUs: none (NVML not available)")
+	case err != nil:
+		fmt.Fprintf(w, "GPUs: %v\n", err)
+	default:
+		fmt.Fprintf(w, "GPUs: %d (NVIDIA driver %s)\n", len(topo.GPUs), topo.DriverVersion)
+		for _, g := range topo.GPUs {
+			fmt.Fprintf(w, "  GPU%d  %s  %.1f GiB  %s\n", g.Index, g.Name, float64(g.MemoryBytes)/(1<<30), g.PCIBusID)
+		}
+		if len(topo.GPUs) > 1 {
+			fmt.Fprint(w, "  peer links:\n       ")
+			for j := range topo.GPUs {
+				fmt.Fprintf(w, " %6s", fmt.Sprintf("GPU%d", j))
+			}
+			fmt.Fprintln(w)
+			for i := range topo.GPUs {
+				fmt.Fprintf(w, "    GPU%d", i)
+				for j := range topo.GPUs {
+					s := "X"
+					if i != j {
+						s = topo.Links[i][j].String()
+					}
+					fmt.Fprintf(w, " %6s", s)
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	}
+	fmt.Fprintln(w, "Configuration (GOMPIX_*):")
+	for _, v := range config.Vars() {
+		fmt.Fprintf(w, "  %s=%s\n      %s (currently %q)\n", v.Name, v.Default, v.Description, v.Raw())
+	}
+	for _, v := range coll.Vars() {
+		fmt.Fprintf(w, "  %s=%s\n      %s\n", v.Name, v.Default, v.Description)
+	}
+	return nil
+}

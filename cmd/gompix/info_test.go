@@ -1,0 +1,22 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestInfoWithoutGPU: on a machine without a GPU (CI), info still reports
+// UCX and the configuration, and says there is no GPU instead of failing.
+func TestInfo(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeInfo(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"UCX: 1.", "memory types: host", "GOMPIX_SPIN", "GOMPIX_ALLREDUCE_ALGORITHM", "GPUs:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("info output lacks %q:\n%s", want, out)
+		}
+	}
+}
