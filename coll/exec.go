@@ -130,7 +130,10 @@ const spinTests = 64
 // schedule in flight in its progress domain, nothing else needs this
 // goroutine's progress, so it blocks in the Comm's Wait on a request the
 // current round still needs instead (the point-to-point layer can sleep
-// there when ranks outnumber cores).
+// there when ranks outnumber cores). It holds e.mu while it blocks, so the
+// request is never tested by a domain poke at the same time (pokes skip a
+// schedule whose lock is taken) and Comm requests need no locking of their
+// own.
 func (e *exec) Wait() error {
 	for i := 0; ; i++ {
 		done, err := e.Test()
@@ -140,24 +143,22 @@ func (e *exec) Wait() error {
 		if i < spinTests {
 			continue
 		}
-		if q := e.pendingAlone(); q != nil {
-			// Its result (an error included) is collected by the next
-			// Test, which also checks the received size.
-			_ = q.Wait()
+		if e.prog.alone(e) {
+			e.mu.Lock()
+			if q := e.pending(); q != nil {
+				// Its result (an error included) is collected by the
+				// next Test, which also checks the received size.
+				_ = q.Wait()
+			}
+			e.mu.Unlock()
 			continue
 		}
 		runtime.Gosched()
 	}
 }
 
-// pendingAlone returns a request the current round waits for, if e is the
-// only schedule in flight in its domain.
-func (e *exec) pendingAlone() Request {
-	if !e.prog.alone(e) {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// pending returns a request the current round waits for. e.mu is held.
+func (e *exec) pending() Request {
 	for _, q := range e.reqs {
 		if q != nil {
 			return q

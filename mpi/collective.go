@@ -3,7 +3,6 @@ package mpi
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/gompix/gompix/coll"
@@ -70,12 +69,9 @@ func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 }
 
 // collMsg is one message of a collective schedule; it keeps its buffer
-// pinned while the transport may touch it. coll may test a schedule's
-// messages from several goroutines (its progress domain advances every
-// schedule in flight), so a collMsg serialises access to its pt2pt request:
-// Test gives up when another goroutine holds it, Wait blocks.
+// pinned while the transport may touch it. coll serialises every use of a
+// schedule's messages (under the schedule's lock), so it needs no lock.
 type collMsg struct {
-	mu   sync.Mutex
 	r    *pt2pt.Request
 	p    runtime.Pinner
 	done bool
@@ -89,10 +85,6 @@ func (q *collMsg) finish(st pt2pt.Status, err error) {
 }
 
 func (q *collMsg) Test() (bool, error) {
-	if !q.mu.TryLock() {
-		return false, nil
-	}
-	defer q.mu.Unlock()
 	if !q.done {
 		ok, st, err := q.r.Test()
 		if !ok {
@@ -104,8 +96,6 @@ func (q *collMsg) Test() (bool, error) {
 }
 
 func (q *collMsg) Wait() error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	if !q.done {
 		st, err := q.r.Wait()
 		q.finish(st, err)
@@ -113,11 +103,7 @@ func (q *collMsg) Wait() error {
 	return q.err
 }
 
-func (q *collMsg) Count() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.n
-}
+func (q *collMsg) Count() int { return q.n }
 
 // Op is a reduction operation: one of the predefined ones or a
 // user-defined Go function (NewOp).
