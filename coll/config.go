@@ -5,18 +5,15 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	registry "github.com/gompix/gompix/internal/config"
 )
 
-// Var is a configuration variable read by coll: what `gompix info` lists.
-type Var struct {
-	Name        string
-	Default     string
-	Description string
-}
-
-// vars is coll's registry: one GOMPIX_<COLL>_ALGORITHM per collective.
-var vars = func() []Var {
-	vs := make([]Var, 0, numKinds)
+// algVars are coll's entries in gompix's configuration registry
+// (internal/config): one GOMPIX_<COLL>_ALGORITHM per collective, listed by
+// `gompix info` with every other variable.
+var algVars = func() [numKinds]*registry.String {
+	var vs [numKinds]*registry.String
 	for _, k := range Kinds() {
 		var names []string
 		for _, a := range catalog {
@@ -24,18 +21,21 @@ var vars = func() []Var {
 				names = append(names, a.Name)
 			}
 		}
-		vs = append(vs, Var{
-			Name:    k.VarName(),
-			Default: "auto",
-			Description: fmt.Sprintf("algorithm for %v: auto (Select by size and ranks) or one of %s; "+
-				"one that cannot run a call falls back to auto with a warning", k, strings.Join(names, ", ")),
-		})
+		vs[k] = registry.NewString(k.VarName(), "auto",
+			fmt.Sprintf("algorithm for %v: auto (Select by size and ranks) or one of %s; "+
+				"one that cannot run a call falls back to auto with a warning", k, strings.Join(names, ", ")))
 	}
 	return vs
 }()
 
 // Vars lists coll's configuration variables.
-func Vars() []Var { return append([]Var(nil), vars...) }
+func Vars() []registry.Var {
+	out := make([]registry.Var, 0, numKinds)
+	for _, v := range algVars {
+		out = append(out, v.Var)
+	}
+	return out
+}
 
 // Options configure a State. The zero value reads the process environment
 // and warns on standard error.
@@ -46,7 +46,8 @@ type Options struct {
 	// package-wide one when nil. Use one per process (in tests, one per
 	// simulated rank).
 	Progress *Progress
-	// Lookup reads a configuration variable; os.LookupEnv when nil.
+	// Lookup reads a configuration variable; the process environment
+	// (through the config registry) when nil.
 	Lookup func(name string) (string, bool)
 	// Warn receives warnings (an unknown or inapplicable forced
 	// algorithm). When nil, each distinct warning goes to standard error
@@ -62,18 +63,15 @@ type config struct {
 
 func loadConfig(o *Options) config {
 	var c config
-	lookup := os.LookupEnv
 	c.warn = warnStderr
-	if o != nil {
-		if o.Lookup != nil {
-			lookup = o.Lookup
-		}
-		if o.Warn != nil {
-			c.warn = o.Warn
-		}
+	if o != nil && o.Warn != nil {
+		c.warn = o.Warn
 	}
 	for _, k := range Kinds() {
-		v, ok := lookup(k.VarName())
+		v, ok := algVars[k].Raw(), true
+		if o != nil && o.Lookup != nil {
+			v, ok = o.Lookup(k.VarName())
+		}
 		v = strings.ToLower(strings.TrimSpace(v))
 		if !ok || v == "" || v == "auto" {
 			continue

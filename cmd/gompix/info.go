@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gompix/gompix/coll"
+	_ "github.com/gompix/gompix/coll" // registers GOMPIX_<COLL>_ALGORITHM
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/gputopo"
@@ -95,9 +95,6 @@ func writeInfo(w io.Writer) error {
 	fmt.Fprintln(w, "Configuration (GOMPIX_*):")
 	for _, v := range config.Vars() {
 		fmt.Fprintf(w, "  %s=%s\n      %s (currently %q)\n", v.Name, v.Default, v.Description, v.Raw())
-	}
-	for _, v := range coll.Vars() {
-		fmt.Fprintf(w, "  %s=%s\n      %s\n", v.Name, v.Default, v.Description)
 	}
 	return nil
 }
