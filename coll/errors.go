@@ -1,19 +1,18 @@
 package coll
 
 import (
-	"errors"
-
 	"github.com/gompix/gompix/internal/dtype"
 )
 
-// Error classes of the collective layer, beside dtype.ErrCount, dtype.ErrOp
+// Error classes of the collective layer (shared with every layer through
+// internal/dtype), beside dtype.ErrCount, dtype.ErrOp
 // and dtype.ErrType (which coll wraps as they are).
 var (
 	// ErrRoot is MPI_ERR_ROOT: a root outside [0, Size()).
-	ErrRoot = errors.New("MPI_ERR_ROOT: invalid root")
+	ErrRoot = dtype.ErrRoot
 	// ErrBuffer is MPI_ERR_BUFFER: a buffer shorter than the call needs,
 	// or InPlace where the operation or this rank cannot use it.
-	ErrBuffer = errors.New("MPI_ERR_BUFFER: invalid buffer")
+	ErrBuffer = dtype.ErrBuffer
 	// ErrCount is dtype.ErrCount (MPI_ERR_COUNT), re-exported for callers
 	// of coll: negative counts, count arrays of the wrong length, messages
 	// of the wrong size.

@@ -2,7 +2,6 @@ package mpi
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/gompix/gompix/coll"
@@ -245,8 +244,11 @@ func collAll(w *Comm) error {
 	if err := w.Allreduce(Slice(f), Slice(make([]float32, 1)), Band); !isClass(err, ErrOp) {
 		return fmt.Errorf("band on float32: %v", err)
 	}
-	if err := w.Bcast(Slice(f), n); err == nil || !strings.Contains(err.Error(), "root") {
+	if err := w.Bcast(Slice(f), n); !isClass(err, ErrRoot) {
 		return fmt.Errorf("bcast root out of range: %v", err)
+	}
+	if err := w.Allgather(Slice(f), Slice(make([]float32, n-1))); !isClass(err, ErrBuffer) {
+		return fmt.Errorf("allgather into too short a buffer: %v", err)
 	}
 	return w.Barrier()
 }

@@ -17,6 +17,7 @@ var (
 	ErrRequest  = pt2pt.ErrRequest
 	ErrTruncate = pt2pt.ErrTruncate
 	ErrOp       = dtype.ErrOp
+	ErrRoot     = dtype.ErrRoot
 	ErrOther    = pt2pt.ErrOther
 	ErrIntern   = pt2pt.ErrIntern
 	ErrPending  = pt2pt.ErrPending

@@ -23,7 +23,6 @@ func (c *Class) Code() int { return c.code }
 // Error classes raised by point-to-point operations. dtype.ErrCount serves
 // as MPI_ERR_COUNT and dtype.ErrOp as MPI_ERR_OP so that every layer agrees.
 var (
-	ErrBuffer   = &Class{"MPI_ERR_BUFFER: invalid buffer", 1}
 	ErrTag      = &Class{"MPI_ERR_TAG: invalid tag", 4}
 	ErrComm     = &Class{"MPI_ERR_COMM: invalid communicator", 5}
 	ErrRank     = &Class{"MPI_ERR_RANK: invalid rank", 6}
@@ -33,6 +32,9 @@ var (
 	ErrIntern   = &Class{"MPI_ERR_INTERN: internal error", 17}
 	ErrPending  = &Class{"MPI_ERR_PENDING: pending request", 18}
 	ErrCount    = dtype.ErrCount
+	// ErrBuffer is shared with coll (a short collective buffer is the same
+	// class as a nil point-to-point one).
+	ErrBuffer = dtype.ErrBuffer
 )
 
 // OpError is the error of one failed operation: what was attempted, its MPI

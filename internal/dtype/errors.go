@@ -15,4 +15,9 @@ var (
 	ErrCount = errors.New("MPI_ERR_COUNT: invalid count")
 	// ErrType is MPI_ERR_TYPE: an invalid element type.
 	ErrType = errors.New("MPI_ERR_TYPE: invalid datatype")
+	// ErrBuffer is MPI_ERR_BUFFER: a nil or too short buffer, or InPlace
+	// where the operation cannot use it (raised by pt2pt and coll alike).
+	ErrBuffer = errors.New("MPI_ERR_BUFFER: invalid buffer")
+	// ErrRoot is MPI_ERR_ROOT: a collective's root outside [0, Size()).
+	ErrRoot = errors.New("MPI_ERR_ROOT: invalid root")
 )
