@@ -95,11 +95,11 @@ func TestReduceNames(t *testing.T) {
 
 func TestHalfConversions(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
-		f := kernels.F16ToF32(uint16(h))
+		f := dtype.Float16ToFloat32(uint16(h))
 		if f != f { // NaN
 			continue
 		}
-		if back := kernels.F32ToF16(f); back != uint16(h) {
+		if back := dtype.Float32ToFloat16(f); back != uint16(h) {
 			t.Fatalf("f16 %#04x -> %v -> %#04x", h, f, back)
 		}
 	}
@@ -112,7 +112,7 @@ func TestHalfConversions(t *testing.T) {
 		{2.98023223876953125e-08, 0x0000}, {2.98023224e-08 * 1.5, 0x0001}, {float32(math.Inf(-1)), 0xfc00},
 	}
 	for _, c := range cases {
-		if got := kernels.F32ToF16(c.f); got != c.want {
+		if got := dtype.Float32ToFloat16(c.f); got != c.want {
 			t.Errorf("F32ToF16(%v) = %#04x, want %#04x", c.f, got, c.want)
 		}
 	}
@@ -120,7 +120,7 @@ func TestHalfConversions(t *testing.T) {
 		f    float32
 		want uint16
 	}{{1, 0x3f80}, {1 + 1.0/256, 0x3f80}, {1 + 3.0/256, 0x3f82}, {-3, 0xc040}} {
-		if got := kernels.F32ToBF16(c.f); got != c.want {
+		if got := dtype.Float32ToBFloat16(c.f); got != c.want {
 			t.Errorf("F32ToBF16(%v) = %#04x, want %#04x", c.f, got, c.want)
 		}
 	}
@@ -225,9 +225,9 @@ func randomInput(r *rand.Rand, op dtype.Op, ty dtype.Type, n int) []byte {
 		}
 		switch ty {
 		case dtype.Float16:
-			binary.LittleEndian.PutUint16(b[2*i:], kernels.F32ToF16(float32(f)))
+			binary.LittleEndian.PutUint16(b[2*i:], dtype.Float32ToFloat16(float32(f)))
 		case dtype.BFloat16:
-			binary.LittleEndian.PutUint16(b[2*i:], kernels.F32ToBF16(float32(f)))
+			binary.LittleEndian.PutUint16(b[2*i:], dtype.Float32ToBFloat16(float32(f)))
 		case dtype.Float32:
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(f)))
 		case dtype.Float64:
