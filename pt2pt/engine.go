@@ -236,85 +236,55 @@ func (c *Comm) IsendColl(m Mem, dest, tag int) (*Request, error) {
 }
 
 func (c *Comm) isend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (*Request, error) {
-	if err := c.check(name); err != nil {
+	r, err := c.postSend(m, dest, tag, sync, ctx, name)
+	if err != nil {
 		return nil, err
+	}
+	return &r, nil
+}
+
+// postSend checks a send's arguments and posts it. The Request is returned
+// by value so that the blocking Send keeps it on its stack.
+func (c *Comm) postSend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (Request, error) {
+	if err := c.check(name); err != nil {
+		return Request{}, err
 	}
 	if err := c.checkPeer(name, dest, false); err != nil {
-		return nil, err
+		return Request{}, err
 	}
 	if err := checkTag(name, tag, false); err != nil {
-		return nil, err
+		return Request{}, err
 	}
 	if err := checkMem(name, m); err != nil {
-		return nil, err
+		return Request{}, err
 	}
 	if dest == ProcNull {
-		return &Request{comm: c, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
+		return Request{comm: c, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
 	}
 	op, err := c.e.t.Isend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag), sync)
 	if err != nil {
-		return nil, &OpError{Op: name, Class: ErrOther, Err: err}
+		return Request{}, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
-	return &Request{op: op, comm: c, dest: dest}, nil
+	return Request{op: op, comm: c, dest: dest}, nil
 }
 
 // Send is the blocking Isend + Wait, without allocating a Request.
 func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
-	if err := c.check("send"); err != nil {
-		return err
-	}
-	if err := c.checkPeer("send", dest, false); err != nil {
-		return err
-	}
-	if err := checkTag("send", tag, false); err != nil {
-		return err
-	}
-	if err := checkMem("send", m); err != nil {
-		return err
-	}
-	if dest == ProcNull {
-		return nil
-	}
-	op, err := c.e.t.Isend(c.WorldRank(dest), m, packTag(c.ctx, c.rank, tag), sync)
+	r, err := c.postSend(m, dest, tag, sync, c.ctx, "send")
 	if err != nil {
-		return &OpError{Op: "send", Class: ErrOther, Err: err}
+		return err
 	}
-	r := Request{op: op, comm: c, dest: dest}
-	if !op.Done() {
-		c.e.wait(op)
-	}
-	r.finish()
-	return r.err
+	_, err = r.Wait()
+	return err
 }
 
 // Recv is the blocking Irecv + Wait, without allocating a Request.
 func (c *Comm) Recv(m Mem, src, tag int) (Status, error) {
-	if err := c.check("recv"); err != nil {
-		return Status{}, err
-	}
-	if err := c.checkPeer("recv", src, true); err != nil {
-		return Status{}, err
-	}
-	if err := checkTag("recv", tag, true); err != nil {
-		return Status{}, err
-	}
-	if err := checkMem("recv", m); err != nil {
-		return Status{}, err
-	}
-	if src == ProcNull {
-		return Status{Source: ProcNull, Tag: AnyTag}, nil
-	}
-	t, mask := matchTag(c.ctx, src, tag)
-	op, err := c.e.t.Irecv(m, t, mask)
+	r, err := c.postRecv(m, src, tag, c.ctx, "recv")
 	if err != nil {
-		return Status{}, &OpError{Op: "recv", Class: ErrOther, Err: err}
+		return Status{}, err
 	}
-	r := Request{op: op, comm: c, recv: true, bufLen: m.Len}
-	if !op.Done() {
-		c.e.wait(op)
-	}
-	r.finish()
-	return r.status, r.err
+	return r.Wait()
 }
 
 // Irecv starts a receive into m from src (or AnySource) with tag (or
@@ -329,39 +299,48 @@ func (c *Comm) IrecvColl(m Mem, src, tag int) (*Request, error) {
 }
 
 func (c *Comm) irecv(m Mem, src, tag int, ctx uint32, name string) (*Request, error) {
-	if err := c.check(name); err != nil {
+	r, err := c.postRecv(m, src, tag, ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.checkPeer(name, src, true); err != nil {
-		return nil, err
-	}
-	if err := checkTag(name, tag, true); err != nil {
-		return nil, err
+	return &r, nil
+}
+
+// postRecv checks a receive's arguments and posts it (see postSend).
+func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string) (Request, error) {
+	if err := c.checkRecvArgs(name, src, tag); err != nil {
+		return Request{}, err
 	}
 	if err := checkMem(name, m); err != nil {
-		return nil, err
+		return Request{}, err
 	}
 	if src == ProcNull {
-		return &Request{comm: c, recv: true, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
+		return Request{comm: c, recv: true, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
 	}
 	t, mask := matchTag(ctx, src, tag)
 	op, err := c.e.t.Irecv(m, t, mask)
 	if err != nil {
-		return nil, &OpError{Op: name, Class: ErrOther, Err: err}
+		return Request{}, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
-	return &Request{op: op, comm: c, recv: true, bufLen: m.Len}, nil
+	return Request{op: op, comm: c, recv: true, bufLen: m.Len}, nil
+}
+
+// checkRecvArgs checks what receives and probes share: the communicator, a
+// source (or AnySource) and a tag (or AnyTag).
+func (c *Comm) checkRecvArgs(name string, src, tag int) error {
+	if err := c.check(name); err != nil {
+		return err
+	}
+	if err := c.checkPeer(name, src, true); err != nil {
+		return err
+	}
+	return checkTag(name, tag, true)
 }
 
 // Iprobe reports whether a message from src with tag is waiting, without
 // receiving it.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
-	if err := c.check("probe"); err != nil {
-		return Status{}, false, err
-	}
-	if err := c.checkPeer("probe", src, true); err != nil {
-		return Status{}, false, err
-	}
-	if err := checkTag("probe", tag, true); err != nil {
+	if err := c.checkRecvArgs("probe", src, tag); err != nil {
 		return Status{}, false, err
 	}
 	if src == ProcNull {
