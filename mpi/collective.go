@@ -291,9 +291,11 @@ func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
 	})
 }
 
-// reduceArgs converts the (send, recv) pair of a reduction: the element
-// count comes from send, or from recv when send is InPlace.
-func reduceArgs(name string, send, recv Buffer) (sb, rb []byte, count int, t dtype.Type, err error) {
+// pairArgs converts the (send, recv) pair of a collective whose per-rank
+// element count comes from send, or, when send is InPlace, from recv's
+// length divided by div (1 for reductions, Size() for gathers and
+// all-to-all).
+func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int, t dtype.Type, err error) {
 	if send == nil {
 		return nil, nil, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
@@ -308,9 +310,17 @@ func reduceArgs(name string, send, recv Buffer) (sb, rb []byte, count int, t dty
 	}
 	count = send.Len()
 	if isInPlace(send) && recv != nil {
-		count = recv.Len()
+		count = recv.Len() / div
 	}
 	return
+}
+
+func reduceArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, error) {
+	return pairArgs(name, send, recv, 1)
+}
+
+func (c *Comm) gatherArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, error) {
+	return pairArgs(name, send, recv, c.Size())
 }
 
 // Reduce combines every rank's send with op into root's recv (recv may be
@@ -420,28 +430,6 @@ func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request,
 	})
 }
 
-// gatherArgs converts a (send, recv) pair whose per-rank count comes from
-// send, or from recv/Size() when send is InPlace.
-func (c *Comm) gatherArgs(name string, send, recv Buffer) (sb, rb []byte, count int, t dtype.Type, err error) {
-	if send == nil {
-		return nil, nil, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
-	}
-	if t, err = typeOf(name, send, recv); err != nil {
-		return
-	}
-	if sb, err = collBytes(send); err != nil {
-		return
-	}
-	if rb, err = collBytes(recv); err != nil {
-		return
-	}
-	count = send.Len()
-	if isInPlace(send) && recv != nil {
-		count = recv.Len() / c.Size()
-	}
-	return
-}
-
 // Allgather gathers every rank's send into every rank's recv, in rank
 // order.
 func (c *Comm) Allgather(send, recv Buffer) error { return waitReq(c.Iallgather(send, recv)) }
@@ -519,6 +507,22 @@ func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Req
 	})
 }
 
+// scatterArgs converts the buffers of Scatter and Scatterv, whose receive
+// buffer is required (InPlace at the root).
+func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, err error) {
+	if err = checkBuf(name, recv); err != nil {
+		return
+	}
+	if t, err = typeOf(name, send, recv); err != nil {
+		return
+	}
+	if sb, err = collBytes(send); err != nil {
+		return
+	}
+	rb, err = collBytes(recv)
+	return
+}
+
 // Scatter sends block r of root's send to rank r's recv. Pass InPlace as
 // the root's recv to keep its own block in place.
 func (c *Comm) Scatter(send, recv Buffer, root int) error {
@@ -527,18 +531,7 @@ func (c *Comm) Scatter(send, recv Buffer, root int) error {
 
 // Iscatter starts a Scatter.
 func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
-	if err := checkBuf("scatter", recv); err != nil {
-		return nil, err
-	}
-	t, err := typeOf("scatter", send, recv)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := collBytes(send)
-	if err != nil {
-		return nil, err
-	}
-	rb, err := collBytes(recv)
+	sb, rb, t, err := scatterArgs("scatter", send, recv)
 	if err != nil {
 		return nil, err
 	}
@@ -558,18 +551,7 @@ func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int
 
 // Iscatterv starts a Scatterv.
 func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
-	if err := checkBuf("scatterv", recv); err != nil {
-		return nil, err
-	}
-	t, err := typeOf("scatterv", send, recv)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := collBytes(send)
-	if err != nil {
-		return nil, err
-	}
-	rb, err := collBytes(recv)
+	sb, rb, t, err := scatterArgs("scatterv", send, recv)
 	if err != nil {
 		return nil, err
 	}
