@@ -12,12 +12,7 @@ package coll
 // Cost: ⌈log2 p⌉ α + (p-1) nβ at the root (n bytes per rank).
 func gatherBinomial(b *builder) {
 	p, r, root, n := b.size, b.rank, b.root, b.count*b.esz
-	v := mod(r-root, p)
-	abs := func(x int) int { return mod(x+root, p) }
-	sub := p
-	if v > 0 {
-		sub = min(lowbit(v), p-v)
-	}
+	v, sub, abs := binomialPlace(p, r, root)
 	var buf ref
 	switch {
 	case r == root && root == 0:
@@ -42,4 +37,17 @@ func gatherBinomial(b *builder) {
 		b.copy(b.rbuf.at(root*n, (p-root)*n), buf.at(0, (p-root)*n))
 		b.copy(b.rbuf.at(0, root*n), buf.at((p-root)*n, root*n))
 	}
+}
+
+// binomialPlace locates rank r in the binomial tree rooted at root that
+// gather and scatter share: its number v relative to the root, the size of
+// its subtree (v … v+sub-1, clipped at p), and the map from relative
+// numbers back to ranks.
+func binomialPlace(p, r, root int) (v, sub int, abs func(int) int) {
+	v = mod(r-root, p)
+	sub = p
+	if v > 0 {
+		sub = min(lowbit(v), p-v)
+	}
+	return v, sub, func(x int) int { return mod(x+root, p) }
 }

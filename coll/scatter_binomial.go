@@ -12,12 +12,7 @@ package coll
 // Cost: ⌈log2 p⌉ α + (p-1) nβ at the root (n bytes per rank).
 func scatterBinomial(b *builder) {
 	p, r, root, n := b.size, b.rank, b.root, b.count*b.esz
-	v := mod(r-root, p)
-	abs := func(x int) int { return mod(x+root, p) }
-	sub := p
-	if v > 0 {
-		sub = min(lowbit(v), p-v)
-	}
+	v, sub, abs := binomialPlace(p, r, root)
 	var buf ref
 	switch {
 	case r == root && root == 0:
