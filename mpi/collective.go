@@ -41,13 +41,13 @@ func (a collComm) Rank() int { return a.pc.Rank() }
 func (a collComm) Size() int { return a.pc.Size() }
 
 func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	q := &collMsg{}
+	q := &collMsg{p: pinners.Get().(*runtime.Pinner)}
 	if len(buf) > 0 {
 		q.p.Pin(&buf[0])
 	}
-	r, err := a.pc.IsendColl(pt2pt.HostMem(buf), dest, tag)
+	r, err := a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag)
 	if err != nil {
-		q.p.Unpin()
+		unpin(q.p)
 		return nil, err
 	}
 	q.r = r
@@ -55,13 +55,13 @@ func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
 }
 
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	q := &collMsg{}
+	q := &collMsg{p: pinners.Get().(*runtime.Pinner)}
 	if len(buf) > 0 {
 		q.p.Pin(&buf[0])
 	}
-	r, err := a.pc.IrecvColl(pt2pt.HostMem(buf), src, tag)
+	r, err := a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag)
 	if err != nil {
-		q.p.Unpin()
+		unpin(q.p)
 		return nil, err
 	}
 	q.r = r
@@ -72,8 +72,8 @@ func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 // pinned while the transport may touch it. coll serialises every use of a
 // schedule's messages (under the schedule's lock), so it needs no lock.
 type collMsg struct {
-	r    *pt2pt.Request
-	p    runtime.Pinner
+	r    pt2pt.Request
+	p    *runtime.Pinner
 	done bool
 	n    int
 	err  error
@@ -81,7 +81,8 @@ type collMsg struct {
 
 func (q *collMsg) finish(st pt2pt.Status, err error) {
 	q.done, q.n, q.err = true, st.Bytes, err
-	q.p.Unpin()
+	unpin(q.p)
+	q.p = nil
 }
 
 func (q *collMsg) Test() (bool, error) {
@@ -216,13 +217,7 @@ func (c *Comm) start(name string, bufs []Buffer, f func(s *coll.State) (coll.Req
 	if c.pc.Freed() {
 		return nil, &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
-	req := &Request{}
-	for _, b := range bufs {
-		if b != nil {
-			b.pin(&req.pinner)
-		}
-	}
-	req.pinned = true
+	req := &Request{pinner: pinBuffers(bufs...)}
 	c.collMu.Lock()
 	cr, err := f(c.engine())
 	c.collMu.Unlock()

@@ -62,9 +62,9 @@ func CountOf[T Elem](s Status) int {
 
 // Request is a nonblocking operation in flight.
 type Request struct {
-	r        *pt2pt.Request
-	pinner   runtime.Pinner
-	pinned   bool
+	r        pt2pt.Request // the transport operation, when p2p is set
+	p2p      bool
+	pinner   *runtime.Pinner // nil once released (pin.go)
 	elemSize int
 	done     bool
 	status   Status
@@ -75,10 +75,8 @@ type Request struct {
 
 func (r *Request) complete(st pt2pt.Status, err error) (Status, error) {
 	r.done = true
-	if r.pinned {
-		r.pinner.Unpin()
-		r.pinned = false
-	}
+	unpin(r.pinner)
+	r.pinner = nil
 	r.status = toStatus(st, r.elemSize)
 	r.err = err
 	return r.status, err
@@ -126,7 +124,7 @@ func (r *Request) Test() (bool, Status, error) {
 // Cancel asks for a pending receive to be cancelled; Wait then reports
 // Status.Cancelled. Sends cannot be cancelled (they complete normally).
 func (r *Request) Cancel() {
-	if r != nil && !r.done && r.r != nil {
+	if r != nil && !r.done && r.p2p {
 		r.r.Cancel()
 	}
 }
@@ -135,12 +133,9 @@ func (r *Request) Cancel() {
 // operation completes in the background; a receive buffer stays pinned
 // until then.
 func (r *Request) Free() {
-	if r != nil && !r.done && r.r != nil {
-		r.r.Free()
+	if r != nil && !r.done && r.p2p {
 		r.done = true
-		// The Pinner cannot be released until completion, which we no
-		// longer observe; leaving it pinned keeps the buffer valid for the
-		// transport, which is what matters.
+		parkFreed(r)
 	}
 }
 
@@ -194,7 +189,7 @@ func Waitany(rs ...*Request) (int, Status, error) {
 				// fall back to polling everything.
 				return waitanyPoll(rs)
 			}
-			prs[i] = r.r
+			prs[i] = &r.r
 		}
 	}
 	if !active {
@@ -233,46 +228,33 @@ func checkBuf(op string, b Buffer) error {
 	return nil
 }
 
-func (c *Comm) isend(op string, b Buffer, dest, tag int, sync, pin bool) (*Request, error) {
+// post checks c and b, pins b and starts the transport operation.
+func (c *Comm) post(op string, b Buffer, start func(m pt2pt.Mem) (pt2pt.Request, error)) (*Request, error) {
 	if err := c.check(op); err != nil {
 		return nil, err
 	}
 	if err := checkBuf(op, b); err != nil {
 		return nil, err
 	}
-	req := &Request{elemSize: b.Type().Size()}
-	if pin {
-		b.pin(&req.pinner)
-		req.pinned = true
+	if len(freed) > 0 {
+		sweepFreed()
 	}
-	r, err := c.pc.Isend(b.mem(), dest, tag, sync)
+	req := &Request{elemSize: b.Type().Size(), pinner: pinBuffers(b)}
+	r, err := start(b.mem())
 	if err != nil {
 		req.complete(pt2pt.Status{}, nil)
 		return nil, err
 	}
-	req.r = r
+	req.r, req.p2p = r, true
 	return req, nil
 }
 
-func (c *Comm) irecv(op string, b Buffer, src, tag int, pin bool) (*Request, error) {
-	if err := c.check(op); err != nil {
-		return nil, err
-	}
-	if err := checkBuf(op, b); err != nil {
-		return nil, err
-	}
-	req := &Request{elemSize: b.Type().Size()}
-	if pin {
-		b.pin(&req.pinner)
-		req.pinned = true
-	}
-	r, err := c.pc.Irecv(b.mem(), src, tag)
-	if err != nil {
-		req.complete(pt2pt.Status{}, nil)
-		return nil, err
-	}
-	req.r = r
-	return req, nil
+func (c *Comm) isend(op string, b Buffer, dest, tag int, sync bool) (*Request, error) {
+	return c.post(op, b, func(m pt2pt.Mem) (pt2pt.Request, error) { return c.pc.PostIsend(m, dest, tag, sync) })
+}
+
+func (c *Comm) irecv(op string, b Buffer, src, tag int) (*Request, error) {
+	return c.post(op, b, func(m pt2pt.Mem) (pt2pt.Request, error) { return c.pc.PostIrecv(m, src, tag) })
 }
 
 // Send sends buf to rank dest with tag (blocking, standard mode).
@@ -283,17 +265,16 @@ func (c *Comm) Send(buf Buffer, dest, tag int) error {
 	if err := checkBuf("send", buf); err != nil {
 		return err
 	}
-	var p runtime.Pinner
-	buf.pin(&p)
+	p := pinBuffers(buf)
 	err := c.pc.Send(buf.mem(), dest, tag, false)
-	p.Unpin()
+	unpin(p)
 	return err
 }
 
 // Ssend sends in synchronous mode: it returns once the receiver has
 // matched the message.
 func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
-	r, err := c.isend("ssend", buf, dest, tag, true, true)
+	r, err := c.isend("ssend", buf, dest, tag, true)
 	if err != nil {
 		return err
 	}
@@ -311,36 +292,35 @@ func (c *Comm) Recv(buf Buffer, src, tag int) (Status, error) {
 	if err := checkBuf("recv", buf); err != nil {
 		return Status{}, err
 	}
-	var p runtime.Pinner
-	buf.pin(&p)
+	p := pinBuffers(buf)
 	st, err := c.pc.Recv(buf.mem(), src, tag)
-	p.Unpin()
+	unpin(p)
 	return toStatus(st, buf.Type().Size()), err
 }
 
 // Isend starts a standard-mode send.
 func (c *Comm) Isend(buf Buffer, dest, tag int) (*Request, error) {
-	return c.isend("isend", buf, dest, tag, false, true)
+	return c.isend("isend", buf, dest, tag, false)
 }
 
 // Issend starts a synchronous-mode send.
 func (c *Comm) Issend(buf Buffer, dest, tag int) (*Request, error) {
-	return c.isend("issend", buf, dest, tag, true, true)
+	return c.isend("issend", buf, dest, tag, true)
 }
 
 // Irecv starts a receive.
 func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
-	return c.irecv("irecv", buf, src, tag, true)
+	return c.irecv("irecv", buf, src, tag)
 }
 
 // Sendrecv sends sendbuf to dest and receives into recvbuf from src, both
 // at once, so that exchanges in a ring cannot deadlock.
 func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
-	rr, err := c.irecv("sendrecv", recvbuf, src, recvtag, true)
+	rr, err := c.irecv("sendrecv", recvbuf, src, recvtag)
 	if err != nil {
 		return Status{}, err
 	}
-	sr, err := c.isend("sendrecv", sendbuf, dest, sendtag, false, true)
+	sr, err := c.isend("sendrecv", sendbuf, dest, sendtag, false)
 	if err != nil {
 		rr.Cancel()
 		rr.Wait()

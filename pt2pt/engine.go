@@ -243,6 +243,28 @@ func (c *Comm) isend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (
 	return &r, nil
 }
 
+// PostIsend is Isend returning the Request by value, for callers that embed
+// it in their own request (package mpi) instead of allocating a second one.
+func (c *Comm) PostIsend(m Mem, dest, tag int, sync bool) (Request, error) {
+	return c.postSend(m, dest, tag, sync, c.ctx, "isend")
+}
+
+// PostIsendColl is PostIsend on c's collective context (package coll's
+// messages, through mpi).
+func (c *Comm) PostIsendColl(m Mem, dest, tag int) (Request, error) {
+	return c.postSend(m, dest, tag, false, c.ctx+1, "coll send")
+}
+
+// PostIrecv is Irecv returning the Request by value (see PostIsend).
+func (c *Comm) PostIrecv(m Mem, src, tag int) (Request, error) {
+	return c.postRecv(m, src, tag, c.ctx, "irecv")
+}
+
+// PostIrecvColl is PostIrecv on c's collective context.
+func (c *Comm) PostIrecvColl(m Mem, src, tag int) (Request, error) {
+	return c.postRecv(m, src, tag, c.ctx+1, "coll recv")
+}
+
 // postSend checks a send's arguments and posts it. The Request is returned
 // by value so that the blocking Send keeps it on its stack.
 func (c *Comm) postSend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (Request, error) {

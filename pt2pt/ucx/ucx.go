@@ -163,6 +163,16 @@ type op struct {
 	req ucxbind.Request
 }
 
+// ops recycles op records: one per posted operation is the hot path's only
+// allocation in this package.
+var ops = sync.Pool{New: func() any { return new(op) }}
+
+func newOp(t *Transport, req ucxbind.Request) *op {
+	o := ops.Get().(*op)
+	o.t, o.req = t, req
+	return o
+}
+
 func (o *op) Done() bool { return o.req.Done() }
 
 // sentOp is a send that completed inside the posting call.
@@ -195,12 +205,16 @@ func (o *op) Cancel() {
 	o.t.mu.Unlock()
 }
 
+// Release returns the UCP request and recycles o; the caller drops o.
 func (o *op) Release() {
-	o.t.mu.Lock()
-	if !o.t.closed {
-		o.t.w.Release(&o.req)
+	t := o.t
+	t.mu.Lock()
+	if !t.closed {
+		t.w.Release(&o.req)
 	}
-	o.t.mu.Unlock()
+	t.mu.Unlock()
+	*o = op{}
+	ops.Put(o)
 }
 
 func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
@@ -219,7 +233,7 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 			return sentOp{}, nil
 		}
 	}
-	return &op{t: t, req: req}, nil
+	return newOp(t, req), nil
 }
 
 func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
@@ -233,7 +247,7 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &op{t: t, req: req}, nil
+	return newOp(t, req), nil
 }
 
 func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
@@ -246,14 +260,16 @@ func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	return info.Tag, info.Length, ok, nil
 }
 
-// Progress polls the worker (a batch of rounds inside one cgo call).
+// Progress polls the worker once: Test calls it for every pending request,
+// so a batch of rounds here would keep polling after the message arrived
+// (blocking waits use ProgressFor, which stops when its request is done).
 func (t *Transport) Progress() bool {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return false
 	}
-	n := t.w.Progress(16)
+	n := t.w.Progress(1)
 	t.mu.Unlock()
 	if n > 0 && t.sleepers.Load() > 0 {
 		t.w.Signal()
