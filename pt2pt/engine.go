@@ -21,6 +21,8 @@ type Engine struct {
 	t     Transport
 	spin  int
 	world *Comm
+	// deviceOK: the transport moves device memory (DeviceMemoryTransport).
+	deviceOK bool
 
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
@@ -29,6 +31,9 @@ type Engine struct {
 // NewEngine wraps t. The world communicator uses context ids 0 and 1.
 func NewEngine(t Transport, o Options) *Engine {
 	e := &Engine{t: t, spin: o.SpinIterations, nextCtx: 2}
+	if d, ok := t.(DeviceMemoryTransport); ok {
+		e.deviceOK = d.DeviceMemory()
+	}
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
 	return e
 }
@@ -214,6 +219,13 @@ func checkTag(op string, tag int, allowAny bool) error {
 	return opErr(op, ErrTag, "tag %d out of range [0,%d]", tag, MaxTag)
 }
 
+func (c *Comm) checkMem(op string, m Mem) error {
+	if m.Kind == Device && !c.e.deviceOK {
+		return opErr(op, ErrBuffer, "device buffer: this transport cannot move device memory (UCX without CUDA support; gompix's own GPU paths are not implemented yet)")
+	}
+	return checkMem(op, m)
+}
+
 func checkMem(op string, m Mem) error {
 	if m.Len < 0 {
 		return opErr(op, ErrCount, "negative length %d", m.Len)
@@ -277,7 +289,7 @@ func (c *Comm) postSend(m Mem, dest, tag int, sync bool, ctx uint32, name string
 	if err := checkTag(name, tag, false); err != nil {
 		return Request{}, err
 	}
-	if err := checkMem(name, m); err != nil {
+	if err := c.checkMem(name, m); err != nil {
 		return Request{}, err
 	}
 	if dest == ProcNull {
@@ -333,7 +345,7 @@ func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string) (Request, 
 	if err := c.checkRecvArgs(name, src, tag); err != nil {
 		return Request{}, err
 	}
-	if err := checkMem(name, m); err != nil {
+	if err := c.checkMem(name, m); err != nil {
 		return Request{}, err
 	}
 	if src == ProcNull {

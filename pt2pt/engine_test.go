@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/pt2pt/inproc"
@@ -279,6 +280,24 @@ func TestWaitAnyAndFreedComm(t *testing.T) {
 		}
 		if err := c.Free(); !errors.Is(err, pt2pt.ErrComm) {
 			return fmt.Errorf("freeing world: %v", err)
+		}
+		return nil
+	})
+}
+
+// Device buffers on a transport that cannot move device memory are
+// refused with ErrBuffer before the transport sees them.
+func TestDeviceMemoryRefused(t *testing.T) {
+	run(t, 1, func(c *pt2pt.Comm) error {
+		// A real address stands in for the device pointer: the engine must
+		// refuse it by kind, never dereference it.
+		var stand [8]byte
+		dev := pt2pt.Mem{Ptr: unsafe.Pointer(&stand[0]), Len: 8, Kind: pt2pt.Device}
+		if _, err := c.Isend(dev, 0, 0, false); !errors.Is(err, pt2pt.ErrBuffer) {
+			return fmt.Errorf("isend of device memory: %v", err)
+		}
+		if _, err := c.Recv(dev, 0, 0); !errors.Is(err, pt2pt.ErrBuffer) {
+			return fmt.Errorf("recv into device memory: %v", err)
 		}
 		return nil
 	})

@@ -87,3 +87,11 @@ type Transport interface {
 type FocusedProgresser interface {
 	ProgressFor(op Op) bool
 }
+
+// DeviceMemoryTransport is implemented by transports that can move device
+// (CUDA) memory themselves, e.g. UCX built with CUDA transports. The engine
+// refuses device buffers on any other transport rather than let it touch
+// device memory as if it were host memory.
+type DeviceMemoryTransport interface {
+	DeviceMemory() bool
+}

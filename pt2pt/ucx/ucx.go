@@ -120,6 +120,9 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 // and the GPU path selector).
 func (t *Transport) Context() *ucxbind.Context { return t.ctx }
 
+// DeviceMemory reports whether this UCX build moves CUDA memory itself.
+func (t *Transport) DeviceMemory() bool { return t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0 }
+
 func (t *Transport) Rank() int { return t.cfg.Rank }
 func (t *Transport) Size() int { return t.cfg.Size }
 
