@@ -9,14 +9,15 @@
 #   scripts/device-check.sh run        there: every .device/*.test with
 #                                      GOMPIX_REQUIRE_GPU=1 -test.v, logs in $OUT
 #   scripts/device-check.sh bench      there: the benchmarks of BENCH_PKGS
+#   scripts/device-check.sh info       there: .device/gompix info (GPUs, links)
 #
 # From a developer machine, after `build`, one device call does it all:
 #   run(carry=[".device"], kind="nvidia-h200-x2",
-#       command="scripts/device-check.sh abi run bench")
+#       command="scripts/device-check.sh abi run bench info")
 #
 # To add a package, append it to PKGS (and to BENCH_PKGS for benchmarks).
 set -u
-PKGS=${PKGS:-"internal/cudadrv kernels"}
+PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels mpi"}
 BENCH_PKGS=${BENCH_PKGS:-"kernels"}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-2s}
@@ -36,6 +37,8 @@ build() {
 		echo "build: $p -> .device/$(name "$p").test"
 		(cd "$root" && go test -c -o "$dev/$(name "$p").test" "./$p") || status=1
 	done
+	# The commands, for info (and for ad-hoc gompirun runs there).
+	(cd "$root" && go build -o "$dev/" ./cmd/...) || status=1
 	# What the run mode needs beside the binaries.
 	cp "$root/scripts/device-check.sh" "$dev/" 2>/dev/null || true
 }
@@ -70,6 +73,12 @@ run() {
 	done
 }
 
+info() {
+	mkdir -p "$out"
+	"$dev/gompix" info >"$out/info.log" 2>&1 || status=1
+	cat "$out/info.log"
+}
+
 bench() {
 	mkdir -p "$out"
 	for p in $BENCH_PKGS; do
@@ -84,7 +93,7 @@ bench() {
 [ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
 for mode in "$@"; do
 	case $mode in
-	build | gen | abi | run | bench) $mode ;;
+	build | gen | abi | run | bench | info) $mode ;;
 	*) echo "device-check.sh: unknown mode $mode" >&2; exit 2 ;;
 	esac
 done
