@@ -124,19 +124,23 @@ func Discover() (*Topology, error) {
 		t.Links[i] = make([]Link, n)
 	}
 	for i, d := range devs {
+		// Active links whose far end is not one of our GPUs by bus id. In a
+		// virtual machine NVML can report the far end's host-side bus id,
+		// which the guest's numbering does not contain.
+		unmatched := 0
 		for k := 0; k < nvml.NVLINK_MAX_LINKS; k++ {
 			st, r := d.GetNvLinkState(k)
 			if r != nvml.SUCCESS || st != nvml.FEATURE_ENABLED {
 				continue
 			}
 			p, r := d.GetNvLinkRemotePciInfo(k)
-			if r != nvml.SUCCESS {
-				continue
-			}
-			if j, ok := byBus[busID(p)]; ok && j != i {
+			if j, ok := byBus[busID(p)]; r == nvml.SUCCESS && ok && j != i {
 				t.Links[i][j].NVLinks++
+			} else {
+				unmatched++
 			}
 		}
+		nvPeers := []int{}
 		for j, e := range devs {
 			if i == j {
 				continue
@@ -144,6 +148,15 @@ func Discover() (*Topology, error) {
 			if s, r := d.GetP2PStatus(e, nvml.P2P_CAPS_INDEX_READ); r == nvml.SUCCESS && s == nvml.P2P_STATUS_OK {
 				t.Links[i][j].P2P = true
 			}
+			if s, r := d.GetP2PStatus(e, nvml.P2P_CAPS_INDEX_NVLINK); r == nvml.SUCCESS && s == nvml.P2P_STATUS_OK {
+				nvPeers = append(nvPeers, j)
+			}
+		}
+		// Unmatched links can be attributed when NVML names exactly one
+		// GPU reachable over NVLink (the two-GPU machines we run on);
+		// with several we cannot tell which link goes where.
+		if unmatched > 0 && len(nvPeers) == 1 && t.Links[i][nvPeers[0]].NVLinks == 0 {
+			t.Links[i][nvPeers[0]].NVLinks = unmatched
 		}
 	}
 	return t, nil

@@ -16,7 +16,12 @@ func pci(id string) nvml.PciInfo {
 
 // twoH200 simulates the nvidia-h200-x2 machine: two GPUs joined by 18
 // NVLinks, P2P OK.
-func twoH200() nvml.Interface {
+func twoH200() nvml.Interface { return twoGPUs(false) }
+
+// twoGPUs simulates two GPUs joined by 18 NVLinks; with hostBus the links'
+// far ends carry host-side bus ids that the guest does not see, as in the
+// virtual machines of our GPU kind.
+func twoGPUs(hostBus bool) nvml.Interface {
 	devs := make([]*mock.Device, 2)
 	bus := []string{"00000000:19:00.0", "00000000:3B:00.0"}
 	for i := range devs {
@@ -28,6 +33,9 @@ func twoH200() nvml.Interface {
 			GetPciInfoFunc:     func() (nvml.PciInfo, nvml.Return) { return pci(bus[i]), nvml.SUCCESS },
 			GetNvLinkStateFunc: func(int) (nvml.EnableState, nvml.Return) { return nvml.FEATURE_ENABLED, nvml.SUCCESS },
 			GetNvLinkRemotePciInfoFunc: func(int) (nvml.PciInfo, nvml.Return) {
+				if hostBus {
+					return pci("00000000:9A:00.0"), nvml.SUCCESS
+				}
 				return pci(bus[1-i]), nvml.SUCCESS
 			},
 			GetP2PStatusFunc: func(nvml.Device, nvml.GpuP2PCapsIndex) (nvml.GpuP2PStatus, nvml.Return) {
@@ -64,6 +72,21 @@ func TestDiscoverTwoGPUs(t *testing.T) {
 	}
 }
 
+func TestDiscoverLinksByP2PWhenBusIDsDiffer(t *testing.T) {
+	old := lib
+	defer func() { lib = old }()
+	lib = func() nvml.Interface { return twoGPUs(true) }
+	topo, err := Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Link{topo.Links[0][1], topo.Links[1][0]} {
+		if l.NVLinks != 18 || l.String() != "NV18" {
+			t.Fatalf("links by NVLink P2P status: %+v", l)
+		}
+	}
+}
+
 func TestNoNVML(t *testing.T) {
 	old := lib
 	defer func() { lib = old }()
@@ -93,4 +116,32 @@ func TestRealMachine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d GPUs, driver %s", len(topo.GPUs), topo.DriverVersion)
+	for i := range topo.GPUs {
+		for j := range topo.GPUs {
+			if i != j {
+				t.Logf("GPU%d-GPU%d: %v (P2P %v)", i, j, topo.Links[i][j], topo.Links[i][j].P2P)
+			}
+		}
+	}
+}
+
+// TestRealLinksRaw logs what NVML says of GPU0's links on a real machine,
+// the raw material Discover interprets (skips without NVML or GPUs).
+func TestRealLinksRaw(t *testing.T) {
+	l := lib()
+	if l.Init() != nvml.SUCCESS {
+		t.Skip("no NVML")
+	}
+	defer l.Shutdown()
+	d, r := l.DeviceGetHandleByIndex(0)
+	if r != nvml.SUCCESS {
+		t.Skip("no GPU 0")
+	}
+	own, _ := d.GetPciInfo()
+	t.Logf("GPU0 bus id %q", busID(own))
+	for k := 0; k < nvml.NVLINK_MAX_LINKS; k++ {
+		st, r1 := d.GetNvLinkState(k)
+		p, r2 := d.GetNvLinkRemotePciInfo(k)
+		t.Logf("link %d: state %v (%v), remote %q (%v)", k, st, r1, busID(p), r2)
+	}
 }
