@@ -269,12 +269,12 @@ func (c *Comm) PostIsendColl(m Mem, dest, tag int) (Request, error) {
 
 // PostIrecv is Irecv returning the Request by value (see PostIsend).
 func (c *Comm) PostIrecv(m Mem, src, tag int) (Request, error) {
-	return c.postRecv(m, src, tag, c.ctx, "irecv")
+	return c.postRecv(m, src, tag, c.ctx, "irecv", false)
 }
 
 // PostIrecvColl is PostIrecv on c's collective context.
 func (c *Comm) PostIrecvColl(m Mem, src, tag int) (Request, error) {
-	return c.postRecv(m, src, tag, c.ctx+1, "coll recv")
+	return c.postRecv(m, src, tag, c.ctx+1, "coll recv", false)
 }
 
 // postSend checks a send's arguments and posts it. The Request is returned
@@ -314,7 +314,7 @@ func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
 
 // Recv is the blocking Irecv + Wait, without allocating a Request.
 func (c *Comm) Recv(m Mem, src, tag int) (Status, error) {
-	r, err := c.postRecv(m, src, tag, c.ctx, "recv")
+	r, err := c.postRecv(m, src, tag, c.ctx, "recv", true)
 	if err != nil {
 		return Status{}, err
 	}
@@ -333,15 +333,17 @@ func (c *Comm) IrecvColl(m Mem, src, tag int) (*Request, error) {
 }
 
 func (c *Comm) irecv(m Mem, src, tag int, ctx uint32, name string) (*Request, error) {
-	r, err := c.postRecv(m, src, tag, ctx, name)
+	r, err := c.postRecv(m, src, tag, ctx, name, false)
 	if err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
-// postRecv checks a receive's arguments and posts it (see postSend).
-func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string) (Request, error) {
+// postRecv checks a receive's arguments and posts it (see postSend). A
+// blocking receive lets the transport poll for the message in the same
+// step when it can (BlockingReceiver).
+func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string, blocking bool) (Request, error) {
 	if err := c.checkRecvArgs(name, src, tag); err != nil {
 		return Request{}, err
 	}
@@ -352,7 +354,13 @@ func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string) (Request, 
 		return Request{comm: c, recv: true, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
 	}
 	t, mask := matchTag(ctx, src, tag)
-	op, err := c.e.t.Irecv(m, t, mask)
+	var op Op
+	var err error
+	if br, ok := c.e.t.(BlockingReceiver); ok && blocking {
+		op, err = br.RecvWait(m, t, mask)
+	} else {
+		op, err = c.e.t.Irecv(m, t, mask)
+	}
 	if err != nil {
 		return Request{}, &OpError{Op: name, Class: ErrOther, Err: err}
 	}

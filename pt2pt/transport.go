@@ -95,3 +95,10 @@ type FocusedProgresser interface {
 type DeviceMemoryTransport interface {
 	DeviceMemory() bool
 }
+
+// BlockingReceiver is implemented by transports that can post a receive
+// and poll for it in one step (UCX: one C call). The blocking Recv uses it;
+// the Op it returns may be already done, or still pending like Irecv's.
+type BlockingReceiver interface {
+	RecvWait(m Mem, tag, mask uint64) (Op, error)
+}

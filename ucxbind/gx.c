@@ -271,3 +271,18 @@ int gx_poll_fd(int efd, int timeout_ms) {
     } while (rc < 0 && errno == EINTR);
     return rc;
 }
+
+void gx_tag_recv_wait(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
+                      uint64_t mask, int memtype, int spins, gx_result *res) {
+    gx_tag_recv(w, buf, len, tag, mask, memtype, res);
+    gx_req *r = res->req;
+    if (r == NULL) return;
+    for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+        ucp_worker_progress(w);
+    if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) return;
+    res->status = r->status;
+    res->tag = r->tag;
+    res->length = r->length;
+    res->req = NULL;
+    gx_req_release(r);
+}

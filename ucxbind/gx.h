@@ -47,6 +47,12 @@ void gx_tag_send(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag,
                  int sync, int memtype, gx_result *res);
 void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
                  uint64_t mask, int memtype, gx_result *res);
+/* gx_tag_recv_wait posts a receive and progresses the worker up to spins
+ * times in the same call; a receive that completes meanwhile is returned
+ * completed (req NULL) with its request already released. It saves a blocking
+ * receive two crossings between Go and C. */
+void gx_tag_recv_wait(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
+                      uint64_t mask, int memtype, int spins, gx_result *res);
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
                      int memtype, gx_result *res);
 void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,

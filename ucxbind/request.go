@@ -25,6 +25,11 @@ func (r *Request) Done() bool {
 	return r.r == nil || r.r.done != 0
 }
 
+// Held reports whether r still holds UCP request memory (Release must
+// then be called under the worker lock); requests that completed inside
+// the posting call hold none.
+func (r *Request) Held() bool { return r.r != nil }
+
 // Result returns the completion status, and for receives the sender's tag
 // and the received length. Meaningful once Done is true.
 func (r *Request) Result() (Status, uint64, uint64) {
@@ -95,6 +100,16 @@ func (w *Worker) Send(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, sync bo
 func (w *Worker) Recv(p unsafe.Pointer, n int, tag, mask uint64, hint int) (Request, error) {
 	var res C.gx_result
 	C.gx_tag_recv(w.h, p, C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), &res)
+	return newRequest(&res)
+}
+
+// RecvWait is Recv followed by up to spins rounds of progress inside the
+// same C call: a message already there or arriving meanwhile comes back as a
+// completed Request (its UCP request already released); otherwise the
+// in-flight Request is returned as Recv would.
+func (w *Worker) RecvWait(p unsafe.Pointer, n int, tag, mask uint64, hint, spins int) (Request, error) {
+	var res C.gx_result
+	C.gx_tag_recv_wait(w.h, p, C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), C.int(spins), &res)
 	return newRequest(&res)
 }
 

@@ -210,12 +210,13 @@ func (o *op) Cancel() {
 
 // Release returns the UCP request and recycles o; the caller drops o.
 func (o *op) Release() {
-	t := o.t
-	t.mu.Lock()
-	if !t.closed {
-		t.w.Release(&o.req)
+	if t := o.t; o.req.Held() {
+		t.mu.Lock()
+		if !t.closed {
+			t.w.Release(&o.req)
+		}
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
 	*o = op{}
 	ops.Put(o)
 }
@@ -246,6 +247,22 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 		return nil, fmt.Errorf("ucx transport closed")
 	}
 	req, err := t.w.Recv(m.Ptr, m.Len, tag, mask, hint(m))
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return newOp(t, req), nil
+}
+
+// RecvWait posts a receive and polls for it within the same C call
+// (pt2pt.BlockingReceiver): the blocking receive's fast path.
+func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("ucx transport closed")
+	}
+	req, err := t.w.RecvWait(m.Ptr, m.Len, tag, mask, hint(m), 64)
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err
