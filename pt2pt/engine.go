@@ -490,42 +490,6 @@ func (r *Request) Free() {
 	}
 }
 
-// WaitAll waits for every request. It returns the statuses and the first
-// error; every request is completed even when one fails.
-func WaitAll(rs []*Request) ([]Status, error) {
-	sts := make([]Status, len(rs))
-	var first error
-	for i, r := range rs {
-		if r == nil {
-			continue
-		}
-		st, err := r.Wait()
-		sts[i] = st
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	return sts, first
-}
-
-// TestAll reports whether every request has completed; when they have, it
-// returns their statuses and the first error.
-func TestAll(rs []*Request) (bool, []Status, error) {
-	all := true
-	for _, r := range rs {
-		if r != nil && !r.done {
-			if ok, _, _ := r.Test(); !ok {
-				all = false
-			}
-		}
-	}
-	if !all {
-		return false, nil, nil
-	}
-	sts, err := WaitAll(rs)
-	return true, sts, err
-}
-
 // WaitAny waits until one of the active requests completes and returns its
 // index (-1 when none is active, as MPI_UNDEFINED).
 func WaitAny(rs []*Request) (int, Status, error) {

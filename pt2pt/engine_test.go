@@ -268,8 +268,10 @@ func TestWaitAnyAndFreedComm(t *testing.T) {
 			}
 			rs[0].Cancel()
 			rs[2].Cancel()
-			if _, err := pt2pt.WaitAll(rs); err != nil {
-				return err
+			for _, r := range rs {
+				if _, err := r.Wait(); err != nil {
+					return err
+				}
 			}
 		}
 		if err := sub.Free(); err != nil {

@@ -143,6 +143,29 @@ void gx_tag_send(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag,
     gx_fill(sp, res);
 }
 
+/* gx_recv_param prepares the parameters every receive shares: completion
+ * by gx_recv_cb, and the tag information of an immediate completion written
+ * to *info (zeroed first). */
+static void gx_recv_param(ucp_request_param_t *p, ucp_tag_recv_info_t *info,
+                          int memtype) {
+    memset(info, 0, sizeof(*info));
+    p->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO;
+    p->cb.recv = gx_recv_cb;
+    p->recv_info.tag_info = info;
+    gx_set_memtype(p, memtype);
+}
+
+/* gx_fill_recv completes a gx_result for a receive: an immediate
+ * completion takes its tag and length from info. */
+static void gx_fill_recv(ucs_status_ptr_t sp, const ucp_tag_recv_info_t *info,
+                         gx_result *res) {
+    gx_fill(sp, res);
+    if (res->req == NULL) {
+        res->tag = info->sender_tag;
+        res->length = info->length;
+    }
+}
+
 void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
                  uint64_t mask, int memtype, gx_result *res) {
     /* Match an already-arrived message first: its length is then known even
@@ -163,34 +186,16 @@ void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
         return;
     }
     ucp_request_param_t p;
-    memset(&info, 0, sizeof(info));
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO;
-    p.cb.recv = gx_recv_cb;
-    p.recv_info.tag_info = &info;
-    gx_set_memtype(&p, memtype);
-    ucs_status_ptr_t sp = ucp_tag_recv_nbx(w, buf, len, tag, mask, &p);
-    gx_fill(sp, res);
-    if (res->req == NULL) {
-        res->tag = info.sender_tag;
-        res->length = info.length;
-    }
+    gx_recv_param(&p, &info, memtype);
+    gx_fill_recv(ucp_tag_recv_nbx(w, buf, len, tag, mask, &p), &info, res);
 }
 
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
                      int memtype, gx_result *res) {
     ucp_tag_recv_info_t info;
     ucp_request_param_t p;
-    memset(&info, 0, sizeof(info));
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_RECV_INFO;
-    p.cb.recv = gx_recv_cb;
-    p.recv_info.tag_info = &info;
-    gx_set_memtype(&p, memtype);
-    ucs_status_ptr_t sp = ucp_tag_msg_recv_nbx(w, buf, len, (ucp_tag_message_h)msg, &p);
-    gx_fill(sp, res);
-    if (res->req == NULL) {
-        res->tag = info.sender_tag;
-        res->length = info.length;
-    }
+    gx_recv_param(&p, &info, memtype);
+    gx_fill_recv(ucp_tag_msg_recv_nbx(w, buf, len, (ucp_tag_message_h)msg, &p), &info, res);
 }
 
 void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,
