@@ -1,6 +1,7 @@
 package dtype
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -38,6 +39,12 @@ func Reduce(op Op, t Type, inout, in []byte) error {
 			op, t, len(inout), t.Size(), ErrCount)
 	}
 	if len(inout) == 0 {
+		return nil
+	}
+	// Narrow-lane sums and the bitwise ops run on whole 64-bit words
+	// (SWAR): Go does not vectorise the per-element loops, which move one
+	// byte per operation for 8-bit types.
+	if swar(op, t, inout, in) {
 		return nil
 	}
 	// The kernels come from tables built once: an instantiated generic
@@ -530,4 +537,106 @@ func Float32ToBFloat16(f float32) uint16 {
 	}
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
+}
+
+// swar reduces inout and in as 64-bit words when op and t allow it: Sum
+// (and Avg's sum) on 8- and 16-bit integers, whose lanes are added without
+// carries crossing them, and the bitwise ops on every integer type. It
+// handles the whole of inout (the tail shorter than a word through the
+// element kernels) and reports whether it did. Words are loaded and stored
+// unaligned, so buffers need no alignment.
+func swar(op Op, t Type, inout, in []byte) bool {
+	if len(inout) < 8 {
+		return false
+	}
+	var n int
+	switch op {
+	case Sum, Avg:
+		switch t {
+		case Byte, Uint8, Int8:
+			n = sumLanes(inout, in, 0x8080808080808080)
+		case Int16, Uint16:
+			n = sumLanes(inout, in, 0x8000800080008000)
+		default:
+			return false
+		}
+	case Band, Bor, Bxor:
+		if !t.IsInteger() {
+			return false
+		}
+		n = bitwise(op, inout, in)
+	default:
+		return false
+	}
+	if n == len(inout) {
+		return true
+	}
+	// The tail: fewer than 8 bytes, a whole number of elements.
+	inout, in = inout[n:], in[n:]
+	switch t {
+	case Byte, Uint8:
+		combine(inout, in, u8Kernels[op])
+	case Int8:
+		combine(inout, in, i8Kernels[op])
+	case Int16:
+		combine(inout, in, i16Kernels[op])
+	case Uint16:
+		combine(inout, in, u16Kernels[op])
+	case Int32:
+		combine(inout, in, i32Kernels[op])
+	case Uint32:
+		combine(inout, in, u32Kernels[op])
+	}
+	return true
+}
+
+// sumLanes adds in into inout lane by lane, hi marking each lane's top bit:
+// the low bits add without overflowing their lane, the top bits are the
+// carry-less sum (xor). Two's complement makes this right for signed and
+// unsigned lanes alike. It returns how many bytes (whole words) it did.
+func sumLanes(a, b []byte, hi uint64) int {
+	ne := binary.NativeEndian
+	b = b[:len(a)]
+	lo := ^hi
+	i := 0
+	for ; i+32 <= len(a); i += 32 {
+		x, y := a[i:i+32], b[i:i+32]
+		x0, y0 := ne.Uint64(x[0:8]), ne.Uint64(y[0:8])
+		x1, y1 := ne.Uint64(x[8:16]), ne.Uint64(y[8:16])
+		x2, y2 := ne.Uint64(x[16:24]), ne.Uint64(y[16:24])
+		x3, y3 := ne.Uint64(x[24:32]), ne.Uint64(y[24:32])
+		ne.PutUint64(x[0:8], ((x0&lo)+(y0&lo))^((x0^y0)&hi))
+		ne.PutUint64(x[8:16], ((x1&lo)+(y1&lo))^((x1^y1)&hi))
+		ne.PutUint64(x[16:24], ((x2&lo)+(y2&lo))^((x2^y2)&hi))
+		ne.PutUint64(x[24:32], ((x3&lo)+(y3&lo))^((x3^y3)&hi))
+	}
+	for ; i+8 <= len(a); i += 8 {
+		x, y := a[i:i+8], b[i:i+8]
+		x0, y0 := ne.Uint64(x), ne.Uint64(y)
+		ne.PutUint64(x, ((x0&lo)+(y0&lo))^((x0^y0)&hi))
+	}
+	return i
+}
+
+// bitwise applies Band, Bor or Bxor word by word and returns how many bytes
+// (whole words) it did.
+func bitwise(op Op, a, b []byte) int {
+	ne := binary.NativeEndian
+	b = b[:len(a)]
+	i := 0
+	switch op {
+	case Band:
+		for ; i+8 <= len(a); i += 8 {
+			ne.PutUint64(a[i:i+8], ne.Uint64(a[i:i+8])&ne.Uint64(b[i:i+8]))
+		}
+	case Bor:
+		for ; i+8 <= len(a); i += 8 {
+			ne.PutUint64(a[i:i+8], ne.Uint64(a[i:i+8])|ne.Uint64(b[i:i+8]))
+		}
+	case Bxor:
+		for ; i+8 <= len(a); i += 8 {
+			ne.PutUint64(a[i:i+8], ne.Uint64(a[i:i+8])^ne.Uint64(b[i:i+8]))
+		}
+	}
+	return i
 }

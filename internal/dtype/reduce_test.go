@@ -229,11 +229,14 @@ func TestReduceEveryPair(t *testing.T) {
 		for _, op := range Ops() {
 			t.Run(fmt.Sprintf("%v/%v", op, ty), func(t *testing.T) {
 				sz := ty.Size()
-				for _, n := range []int{0, 1, 3, 7, 100, 1500} {
-					// Offset 1 exercises the unaligned path.
-					for _, skew := range []int{0, 1} {
-						a := make([]byte, n*sz+skew)[skew:]
-						b := make([]byte, n*sz+skew)[skew:]
+				// 8-33 bytes cross the word loops' edges (whole words, 4-word
+				// blocks, tails) of the SWAR kernels.
+				for _, n := range []int{0, 1, 3, 7, 8, 9, 31, 32, 33, 100, 1500} {
+					// Offsets exercise the unaligned paths, the same for
+					// both operands or different.
+					for _, skew := range [][2]int{{0, 0}, {1, 1}, {0, 3}} {
+						a := make([]byte, n*sz+skew[0])[skew[0]:]
+						b := make([]byte, n*sz+skew[1])[skew[1]:]
 						randElems(r, ty, a)
 						randElems(r, ty, b)
 						want := make([]byte, len(a))
@@ -529,7 +532,7 @@ func BenchmarkReduce(b *testing.B) {
 	for _, bc := range []struct {
 		op Op
 		t  Type
-	}{{Sum, Float32}, {Sum, Float64}, {Max, Int32}, {Sum, Float16}, {Sum, BFloat16}} {
+	}{{Sum, Float32}, {Sum, Float64}, {Max, Int32}, {Sum, Int8}, {Sum, Uint8}, {Sum, Int16}, {Max, Int8}, {Bxor, Uint8}, {Sum, Float16}, {Sum, BFloat16}} {
 		for _, size := range []int{1 << 12, 1 << 16, 1 << 22} {
 			b.Run(fmt.Sprintf("%v/%v/%d", bc.op, bc.t, size), func(b *testing.B) {
 				x := make([]byte, size)
