@@ -36,3 +36,24 @@ type Counter interface {
 	// Count is the number of bytes received; valid once the request is done.
 	Count() int
 }
+
+// The optional interfaces below let a Comm take part in the executor's
+// memory and waiting; Comms without them (coll/colltest) behave as before.
+
+// Pinner is implemented by Comms that hand buffers to code the Go runtime
+// cannot see (cgo), which requires Go memory to be pinned while a message
+// is in flight. The executor pins the scratch space of each collective once
+// for the whole call (rather than per message) and unpins it when the call
+// ends; pinning the buffers passed to a State is the caller's business.
+type Pinner interface {
+	// Pin pins buf (non-empty) and returns a token for Unpin.
+	Pin(buf []byte) (token any)
+	Unpin(token any)
+}
+
+// Releaser is implemented by Comm requests that can be recycled: the
+// executor calls Release once the request has completed and it holds no
+// other reference to it.
+type Releaser interface {
+	Release()
+}

@@ -3,7 +3,9 @@ package coll
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gompix/gompix/internal/dtype"
 )
@@ -12,21 +14,24 @@ import (
 type exec struct {
 	mu   sync.Mutex // guards the schedule's progress; Test and progress pokes take it
 	prog *Progress
-	name string // "allreduce ring", for error context
+	pl   *plan // the schedule (shared, read-only) and its algorithm
 	comm Comm
 	mem  Mem
 	op   Op
 	t    dtype.Type
 	tag  int
 	bufs [numSlots][]byte
+	tmp  *tmpBuf // the scratch space, handed back to pl on success
+	pin  any     // the Comm's Pinner token for tmp; nil when not pinned
 
-	rounds []round
-	cur    int       // current round
-	posted bool      // the current round's communication is posted
-	reqs   []Request // the current round's requests, nil once complete
+	cur    int        // current round
+	posted bool       // the current round's communication is posted
+	reqs   []Request  // the current round's requests, nil once complete
+	reqArr [4]Request // backing for reqs in rounds of up to 4 messages
 
-	done bool
-	err  error
+	inDomain bool // listed in prog.active (guarded by mu)
+	done     bool
+	err      error
 }
 
 var _ Request = (*exec)(nil)
@@ -40,8 +45,32 @@ func (e *exec) bytes(r ref) []byte {
 }
 
 func (e *exec) fail(err error) (bool, error) {
-	e.done, e.err = true, fmt.Errorf("coll: %s: %w", e.name, err)
+	e.done, e.err = true, fmt.Errorf("coll: %s: %w", e.pl.alg, err)
+	// Receives already posted may still land in the scratch space, so it
+	// is not recycled; it stays reachable from e.
+	e.unpinTmp()
+	e.tmp = nil
 	return true, e.err
+}
+
+func (e *exec) unpinTmp() {
+	if e.pin != nil {
+		e.comm.(Pinner).Unpin(e.pin)
+		e.pin = nil
+	}
+}
+
+// finish ends a successful schedule: nothing is in flight any more, so the
+// scratch space goes back to the plan for the next call.
+func (e *exec) finish() {
+	e.done = true
+	e.reqs = nil
+	e.unpinTmp()
+	if e.tmp != nil {
+		e.pl.spare.Store(e.tmp)
+		e.tmp = nil
+		e.bufs[slotTmp] = nil
+	}
 }
 
 // Test advances the schedule as far as it can without blocking, then gives
@@ -49,8 +78,16 @@ func (e *exec) fail(err error) (bool, error) {
 func (e *exec) Test() (bool, error) {
 	e.mu.Lock()
 	done, err := e.advance()
+	leave := done && e.inDomain
+	if leave {
+		e.inDomain = false
+	}
+	in := e.inDomain
 	e.mu.Unlock()
-	e.prog.poke(e)
+	if leave {
+		e.prog.remove(e)
+	}
+	e.prog.poke(e, in)
 	return done, err
 }
 
@@ -59,8 +96,9 @@ func (e *exec) advance() (bool, error) {
 	if e.done {
 		return true, e.err
 	}
-	for e.cur < len(e.rounds) {
-		r := &e.rounds[e.cur]
+	rounds := e.pl.rounds
+	for e.cur < len(rounds) {
+		r := &rounds[e.cur]
 		if !e.posted {
 			e.reqs = e.reqs[:0]
 			for _, s := range r.comm {
@@ -95,6 +133,9 @@ func (e *exec) advance() (bool, error) {
 				return e.fail(fmt.Errorf("%v: received %d bytes, expected %d: %w",
 					r.comm[i], c.Count(), r.comm[i].a.n, ErrCount))
 			}
+			if rel, ok := q.(Releaser); ok {
+				rel.Release()
+			}
 			e.reqs[i] = nil
 		}
 		if pending {
@@ -117,8 +158,7 @@ func (e *exec) advance() (bool, error) {
 		e.cur++
 		e.posted = false
 	}
-	e.done = true
-	e.reqs = nil
+	e.finish()
 	return true, nil
 }
 
@@ -143,7 +183,7 @@ func (e *exec) Wait() error {
 		if i < spinTests {
 			continue
 		}
-		if e.prog.alone(e) {
+		if e.prog.alone() {
 			e.mu.Lock()
 			if q := e.pending(); q != nil {
 				// Its result (an error included) is collected by the
@@ -176,6 +216,7 @@ func (e *exec) pending() Request {
 type Progress struct {
 	mu     sync.Mutex
 	active []*exec
+	n      atomic.Int32 // len(active), readable without mu
 }
 
 // NewProgress returns an empty progress domain.
@@ -186,25 +227,35 @@ var defaultProgress = NewProgress()
 func (p *Progress) add(e *exec) {
 	p.mu.Lock()
 	p.active = append(p.active, e)
+	p.n.Store(int32(len(p.active)))
 	p.mu.Unlock()
 }
 
-func (p *Progress) alone(e *exec) bool {
+// remove takes e out of the domain (if a poke has not already). Once it
+// returns, no poke is touching e.
+func (p *Progress) remove(e *exec) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, x := range p.active {
-		if x != e {
-			return false
-		}
+	if i := slices.Index(p.active, e); i >= 0 {
+		p.active = slices.Delete(p.active, i, i+1)
+		p.n.Store(int32(len(p.active)))
 	}
-	return true
+	p.mu.Unlock()
 }
+
+// alone reports whether the caller's schedule, which is in flight (so in
+// the domain), is the only one there.
+func (p *Progress) alone() bool { return p.n.Load() <= 1 }
 
 // poke advances every schedule of the domain other than self that nobody
 // else is advancing right now, and forgets the completed ones. If another
-// goroutine is already poking, it leaves the work to that one.
-func (p *Progress) poke(self *exec) {
-	if !p.mu.TryLock() {
+// goroutine is already poking, it leaves the work to that one. selfIn tells
+// whether self is still listed; with nothing else listed it returns at once.
+func (p *Progress) poke(self *exec, selfIn bool) {
+	others := p.n.Load()
+	if selfIn {
+		others--
+	}
+	if others <= 0 || !p.mu.TryLock() {
 		return
 	}
 	defer p.mu.Unlock()
@@ -215,6 +266,9 @@ func (p *Progress) poke(self *exec) {
 				_, _ = x.advance() // errors are x's, reported by its own Test
 			}
 			done := x.done
+			if done {
+				x.inDomain = false
+			}
 			x.mu.Unlock()
 			if done {
 				continue
@@ -224,4 +278,5 @@ func (p *Progress) poke(self *exec) {
 	}
 	clear(p.active[len(kept):])
 	p.active = kept
+	p.n.Store(int32(len(kept)))
 }

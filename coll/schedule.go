@@ -80,6 +80,11 @@ type builder struct {
 	// sender's count and the receiver's surfaces as an error.
 	skipEmpty bool
 
+	// cache: the schedule depends only on planKey's fields, so it may be
+	// kept and reused (see plan). blockCounts: counts and displs are
+	// uniform and filled in by setBlockCounts only when a build needs them.
+	cache, blockCounts bool
+
 	// The call, as the algorithms see it.
 	kind       Kind
 	rank, size int

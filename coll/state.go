@@ -2,6 +2,7 @@ package coll
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/gompix/gompix/internal/dtype"
 )
@@ -25,6 +26,10 @@ type State struct {
 	mem  Mem
 	prog *Progress
 	cfg  config
+
+	b     builder              // the call being set up (reused)
+	plans map[planKey]*plan    // built schedules by call shape (plan.go)
+	spare atomic.Pointer[exec] // a released executor, for the next call
 }
 
 // NewState returns the engine for c. o may be nil.
@@ -52,44 +57,34 @@ func (s *State) nextTag() int {
 }
 
 func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
-	return &builder{
+	s.b = builder{
 		kind: k, rank: s.comm.Rank(), size: s.comm.Size(), count: count,
 		t: t, esz: t.Size(), op: op, skipEmpty: true,
 	}
+	return &s.b
 }
 
-// start selects the algorithm, builds the schedule and returns its request.
+// start selects the algorithm, builds the schedule (or finds it built) and
+// returns its request.
 func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Request, error) {
-	alg := s.cfg.choose(b.kind, bytes, b.size, b.op.IsCommutative())
-	if alg.build == nil {
-		return nil, fmt.Errorf("coll: %v: no algorithm", b.kind)
+	pl, err := s.plan(b, bytes)
+	if err != nil {
+		return nil, err
 	}
-	alg.build(b)
-	e := &exec{
-		prog: s.prog, name: alg.String(), comm: s.comm, mem: s.mem, op: b.op, t: b.t, tag: tag,
-		rounds: b.rounds,
-	}
-	e.bufs[slotSend], e.bufs[slotRecv] = send, recv
-	if b.tmp > 0 {
-		tmp, err := s.mem.Alloc(b.tmp)
-		if err != nil {
-			return nil, fmt.Errorf("coll: %v: scratch: %w", alg, err)
-		}
-		e.bufs[slotTmp] = tmp
-	}
-	if len(e.rounds) == 0 {
-		e.done = true
-		return e, nil
-	}
-	s.prog.add(e)
-	return e, nil
+	return s.run(pl, b.op, b.t, send, recv, tag)
 }
 
-func wait(r Request, err error) error {
+// wait completes a collective this State started for one of its blocking
+// methods and recycles the executor.
+func (s *State) wait(r Request, err error) error {
 	if err != nil {
 		return err
 	}
-	return r.Wait()
+	if err := r.Wait(); err != nil {
+		return err
+	}
+	s.Release(r)
+	return nil
 }
 
 // Argument checks.
@@ -155,19 +150,20 @@ func recvRef(n int) ref { return ref{s: slotRecv, n: n} }
 func sendRef(n int) ref { return ref{s: slotSend, n: n} }
 
 // Barrier blocks until every rank has called it.
-func (s *State) Barrier() error { return wait(s.Ibarrier()) }
+func (s *State) Barrier() error { return s.wait(s.Ibarrier()) }
 
 // Ibarrier starts a barrier.
 func (s *State) Ibarrier() (Request, error) {
 	tag := s.nextTag()
 	b := s.newBuilder(Barrier, dtype.Byte, Op{}, 0)
 	b.skipEmpty = false // the messages are the barrier
+	b.cache = true
 	return s.start(b, 0, nil, nil, tag)
 }
 
 // Bcast sends count elements of buf from root to every rank's buf.
 func (s *State) Bcast(buf []byte, count int, t dtype.Type, root int) error {
-	return wait(s.Ibcast(buf, count, t, root))
+	return s.wait(s.Ibcast(buf, count, t, root))
 }
 
 // Ibcast starts a Bcast.
@@ -182,7 +178,7 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 		return nil, err
 	}
 	b := s.newBuilder(k, t, Op{}, count)
-	b.root, b.rbuf = root, recvRef(n)
+	b.root, b.rbuf, b.cache = root, recvRef(n), true
 	return s.start(b, n, nil, buf, tag)
 }
 
@@ -190,7 +186,7 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 // root's recv (recv is ignored elsewhere). InPlace at the root takes its
 // contribution from recv.
 func (s *State) Reduce(send, recv []byte, count int, t dtype.Type, op Op, root int) error {
-	return wait(s.Ireduce(send, recv, count, t, op, root))
+	return s.wait(s.Ireduce(send, recv, count, t, op, root))
 }
 
 // Ireduce starts a Reduce.
@@ -202,7 +198,7 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 	}
 	n := count * t.Size()
 	b := s.newBuilder(k, t, op, count)
-	b.root = root
+	b.root, b.cache = root, true
 	isRoot := s.comm.Rank() == root
 	b.inPlace = isRoot && send == nil
 	if isRoot {
@@ -227,7 +223,7 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 // Allreduce combines the count elements of every rank's send with op into
 // every rank's recv. InPlace takes the contribution from recv.
 func (s *State) Allreduce(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return wait(s.Iallreduce(send, recv, count, t, op))
+	return s.wait(s.Iallreduce(send, recv, count, t, op))
 }
 
 // Iallreduce starts an Allreduce.
@@ -243,7 +239,7 @@ func (s *State) Iallreduce(send, recv []byte, count int, t dtype.Type, op Op) (R
 // Scan computes on rank r the reduction of ranks 0..r (inclusive prefix).
 // InPlace takes the contribution from recv.
 func (s *State) Scan(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return wait(s.Iscan(send, recv, count, t, op))
+	return s.wait(s.Iscan(send, recv, count, t, op))
 }
 
 // Iscan starts a Scan.
@@ -260,7 +256,7 @@ func (s *State) Iscan(send, recv []byte, count int, t dtype.Type, op Op) (Reques
 // is left as it was. InPlace takes the contribution from recv. With Avg, rank
 // r divides by r.
 func (s *State) Exscan(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return wait(s.Iexscan(send, recv, count, t, op))
+	return s.wait(s.Iexscan(send, recv, count, t, op))
 }
 
 // Iexscan starts an Exscan.
@@ -283,6 +279,7 @@ func (s *State) elementwise(k Kind, send, recv []byte, count int, t dtype.Type, 
 		return nil, err
 	}
 	b := s.newBuilder(k, t, op, count)
+	b.cache = true
 	b.rbuf = recvRef(n)
 	b.inPlace = send == nil
 	b.src = recvRef(n)
@@ -298,7 +295,7 @@ func (s *State) elementwise(k Kind, send, recv []byte, count int, t dtype.Type, 
 // Allgather concatenates every rank's count elements, in rank order, into
 // every rank's recv. InPlace takes rank r's block from recv's block r.
 func (s *State) Allgather(send, recv []byte, count int, t dtype.Type) error {
-	return wait(s.Iallgather(send, recv, count, t))
+	return s.wait(s.Iallgather(send, recv, count, t))
 }
 
 // Iallgather starts an Allgather.
@@ -313,7 +310,7 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 		return nil, err
 	}
 	b := s.newBuilder(k, t, Op{}, count)
-	b.counts, b.displs = uniform(count, p)
+	b.cache, b.blockCounts = true, true
 	b.rbuf = recvRef(p * n)
 	b.inPlace = send == nil
 	b.src = b.rbuf.at(r*n, n)
@@ -330,7 +327,7 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 // rank's recv. sendCount must equal counts[rank]. InPlace takes rank r's
 // block from recv.
 func (s *State) Allgatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type) error {
-	return wait(s.Iallgatherv(send, sendCount, recv, counts, displs, t))
+	return s.wait(s.Iallgatherv(send, sendCount, recv, counts, displs, t))
 }
 
 // Iallgatherv starts an Allgatherv.
@@ -370,7 +367,7 @@ func (s *State) Iallgatherv(send []byte, sendCount int, recv []byte, counts, dis
 // root's recv (ignored elsewhere). InPlace at the root takes its block from
 // recv.
 func (s *State) Gather(send, recv []byte, count int, t dtype.Type, root int) error {
-	return wait(s.Igather(send, recv, count, t, root))
+	return s.wait(s.Igather(send, recv, count, t, root))
 }
 
 // Igather starts a Gather.
@@ -382,7 +379,7 @@ func (s *State) Igather(send, recv []byte, count int, t dtype.Type, root int) (R
 	}
 	p, r, n := s.comm.Size(), s.comm.Rank(), count*t.Size()
 	b := s.newBuilder(k, t, Op{}, count)
-	b.root = root
+	b.root, b.cache = root, true
 	b.inPlace = r == root && send == nil
 	if r == root {
 		if err := need(k, "receive", recv, p*n); err != nil {
@@ -408,7 +405,7 @@ func (s *State) Igather(send, recv []byte, count int, t dtype.Type, root int) (R
 // only, where counts[root] must equal sendCount). InPlace at the root takes
 // its block from recv.
 func (s *State) Gatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type, root int) error {
-	return wait(s.Igatherv(send, sendCount, recv, counts, displs, t, root))
+	return s.wait(s.Igatherv(send, sendCount, recv, counts, displs, t, root))
 }
 
 // Igatherv starts a Gatherv.
@@ -453,7 +450,7 @@ func (s *State) Igatherv(send []byte, sendCount int, recv []byte, counts, displs
 // Scatter sends block i (count elements) of root's send to rank i's recv.
 // InPlace as the root's recv leaves the root's block in send.
 func (s *State) Scatter(send, recv []byte, count int, t dtype.Type, root int) error {
-	return wait(s.Iscatter(send, recv, count, t, root))
+	return s.wait(s.Iscatter(send, recv, count, t, root))
 }
 
 // Iscatter starts a Scatter.
@@ -465,7 +462,7 @@ func (s *State) Iscatter(send, recv []byte, count int, t dtype.Type, root int) (
 	}
 	p, r, n := s.comm.Size(), s.comm.Rank(), count*t.Size()
 	b := s.newBuilder(k, t, Op{}, count)
-	b.root = root
+	b.root, b.cache = root, true
 	b.inPlace = r == root && recv == nil
 	if r == root {
 		if err := need(k, "send", send, p*n); err != nil {
@@ -489,7 +486,7 @@ func (s *State) Iscatter(send, recv []byte, count int, t dtype.Type, root int) (
 // only, where counts[root] must equal recvCount). InPlace as the root's recv
 // leaves its block in send.
 func (s *State) Scatterv(send []byte, counts, displs []int, recv []byte, recvCount int, t dtype.Type, root int) error {
-	return wait(s.Iscatterv(send, counts, displs, recv, recvCount, t, root))
+	return s.wait(s.Iscatterv(send, counts, displs, recv, recvCount, t, root))
 }
 
 // Iscatterv starts a Scatterv.
@@ -532,7 +529,7 @@ func (s *State) Iscatterv(send []byte, counts, displs []int, recv []byte, recvCo
 // Alltoall sends block j (count elements) of every rank i's send to block i
 // of rank j's recv. InPlace sends from recv and overwrites it.
 func (s *State) Alltoall(send, recv []byte, count int, t dtype.Type) error {
-	return wait(s.Ialltoall(send, recv, count, t))
+	return s.wait(s.Ialltoall(send, recv, count, t))
 }
 
 // Ialltoall starts an Alltoall.
@@ -547,8 +544,7 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 		return nil, err
 	}
 	b := s.newBuilder(k, t, Op{}, count)
-	b.counts, b.displs = uniform(count, p)
-	b.sendCounts, b.sendDispls = b.counts, b.displs
+	b.cache, b.blockCounts = true, true
 	b.rbuf = recvRef(p * n)
 	b.inPlace = send == nil
 	b.sbuf = b.rbuf
@@ -566,7 +562,7 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 // recvDispls[i]. InPlace sends from recv using the receive counts and
 // displacements (which must then be symmetric across ranks).
 func (s *State) Alltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, t dtype.Type) error {
-	return wait(s.Ialltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, t))
+	return s.wait(s.Ialltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, t))
 }
 
 // Ialltoallv starts an Alltoallv.
@@ -611,18 +607,26 @@ func (s *State) Ialltoallv(send []byte, sendCounts, sendDispls []int, recv []byt
 // InPlace takes the input from recv (Σcounts elements) and leaves the
 // result at its start.
 func (s *State) ReduceScatter(send, recv []byte, counts []int, t dtype.Type, op Op) error {
-	return wait(s.IreduceScatter(send, recv, counts, t, op))
+	return s.wait(s.IreduceScatter(send, recv, counts, t, op))
 }
 
 // IreduceScatter starts a ReduceScatter.
 func (s *State) IreduceScatter(send, recv []byte, counts []int, t dtype.Type, op Op) (Request, error) {
 	tag := s.nextTag()
-	return s.reduceScatter(ReduceScatter, send, recv, counts, t, op, tag)
+	k := ReduceScatter
+	p := s.comm.Size()
+	if len(counts) != p {
+		if err := firstErr(checkType(k, t), op.check(t)); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("coll: %v: %d counts for %d ranks: %w", k, len(counts), p, ErrCount)
+	}
+	return s.reduceScatter(k, send, recv, counts, 0, t, op, tag)
 }
 
 // ReduceScatterBlock is ReduceScatter with count elements for every rank.
 func (s *State) ReduceScatterBlock(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return wait(s.IreduceScatterBlock(send, recv, count, t, op))
+	return s.wait(s.IreduceScatterBlock(send, recv, count, t, op))
 }
 
 // IreduceScatterBlock starts a ReduceScatterBlock.
@@ -631,28 +635,35 @@ func (s *State) IreduceScatterBlock(send, recv []byte, count int, t dtype.Type, 
 	if err := checkCount(ReduceScatterBlock, "count", count); err != nil {
 		return nil, err
 	}
-	counts, _ := uniform(count, s.comm.Size())
-	return s.reduceScatter(ReduceScatterBlock, send, recv, counts, t, op, tag)
+	return s.reduceScatter(ReduceScatterBlock, send, recv, nil, count, t, op, tag)
 }
 
-func (s *State) reduceScatter(k Kind, send, recv []byte, counts []int, t dtype.Type, op Op, tag int) (Request, error) {
+// reduceScatter sets up both reduce-scatters: counts gives the per-rank
+// counts (len(counts) = ranks), or is nil for count elements each.
+func (s *State) reduceScatter(k Kind, send, recv []byte, counts []int, count int, t dtype.Type, op Op, tag int) (Request, error) {
 	if err := firstErr(checkType(k, t), op.check(t)); err != nil {
 		return nil, err
 	}
 	p, r := s.comm.Size(), s.comm.Rank()
-	if len(counts) != p {
-		return nil, fmt.Errorf("coll: %v: %d counts for %d ranks: %w", k, len(counts), p, ErrCount)
-	}
-	displs := make([]int, p+1)
-	for i, c := range counts {
-		if c < 0 {
-			return nil, fmt.Errorf("coll: %v: counts[%d] = %d: %w", k, i, c, ErrCount)
+	var displs []int
+	total, mine := count*p, count
+	if counts != nil {
+		displs = make([]int, p+1)
+		for i, c := range counts {
+			if c < 0 {
+				return nil, fmt.Errorf("coll: %v: counts[%d] = %d: %w", k, i, c, ErrCount)
+			}
+			displs[i+1] = displs[i] + c
 		}
-		displs[i+1] = displs[i] + c
+		total, mine = displs[p], counts[r]
 	}
-	esz, total := t.Size(), displs[p]
+	esz := t.Size()
 	b := s.newBuilder(k, t, op, total)
-	b.counts, b.displs = counts, displs
+	if counts != nil {
+		b.counts, b.displs = counts, displs
+	} else {
+		b.cache, b.blockCounts = true, true
+	}
 	b.inPlace = send == nil
 	if b.inPlace {
 		if err := need(k, "receive (in place)", recv, total*esz); err != nil {
@@ -660,12 +671,12 @@ func (s *State) reduceScatter(k Kind, send, recv []byte, counts []int, t dtype.T
 		}
 		b.src = recvRef(total * esz)
 	} else {
-		if err := firstErr(need(k, "send", send, total*esz), need(k, "receive", recv, counts[r]*esz)); err != nil {
+		if err := firstErr(need(k, "send", send, total*esz), need(k, "receive", recv, mine*esz)); err != nil {
 			return nil, err
 		}
 		b.src = sendRef(total * esz)
 	}
-	b.rbuf = recvRef(counts[r] * esz)
+	b.rbuf = recvRef(mine * esz)
 	return s.start(b, total*esz, send, recv, tag)
 }
 

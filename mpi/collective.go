@@ -3,6 +3,7 @@ package mpi
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/gompix/gompix/coll"
@@ -35,54 +36,67 @@ func (c *Comm) engine() *coll.State {
 }
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.
-type collComm struct{ pc *pt2pt.Comm }
+//
+// Pinning: every buffer a schedule's messages use is pinned for the whole
+// collective by someone else, so messages pin nothing: the caller's send
+// and receive buffers by Comm.start, the schedule's scratch space by the
+// executor through Pin.
+type collComm struct {
+	pc *pt2pt.Comm
+}
+
+var (
+	_ coll.Comm   = collComm{}
+	_ coll.Pinner = collComm{}
+)
 
 func (a collComm) Rank() int { return a.pc.Rank() }
 func (a collComm) Size() int { return a.pc.Size() }
 
 func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	q := &collMsg{p: pinners.Get().(*runtime.Pinner)}
-	if len(buf) > 0 {
-		q.p.Pin(&buf[0])
-	}
 	r, err := a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag)
 	if err != nil {
-		unpin(q.p)
 		return nil, err
 	}
+	q := collMsgs.Get().(*collMsg)
 	q.r = r
 	return q, nil
 }
 
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	q := &collMsg{p: pinners.Get().(*runtime.Pinner)}
-	if len(buf) > 0 {
-		q.p.Pin(&buf[0])
-	}
 	r, err := a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag)
 	if err != nil {
-		unpin(q.p)
 		return nil, err
 	}
+	q := collMsgs.Get().(*collMsg)
 	q.r = r
 	return q, nil
 }
 
-// collMsg is one message of a collective schedule; it keeps its buffer
-// pinned while the transport may touch it. coll serialises every use of a
-// schedule's messages (under the schedule's lock), so it needs no lock.
+// Pin pins a schedule's scratch space (coll.Pinner).
+func (collComm) Pin(buf []byte) any {
+	p := pinners.Get().(*runtime.Pinner)
+	p.Pin(&buf[0])
+	return p
+}
+
+// Unpin releases what Pin pinned.
+func (collComm) Unpin(token any) { unpin(token.(*runtime.Pinner)) }
+
+// collMsg is one message of a collective schedule. coll serialises every
+// use of a schedule's messages (under the schedule's lock), so it needs no
+// lock; coll releases it back to collMsgs once it has completed.
 type collMsg struct {
 	r    pt2pt.Request
-	p    *runtime.Pinner
 	done bool
 	n    int
 	err  error
 }
 
+var collMsgs = sync.Pool{New: func() any { return new(collMsg) }}
+
 func (q *collMsg) finish(st pt2pt.Status, err error) {
 	q.done, q.n, q.err = true, st.Bytes, err
-	unpin(q.p)
-	q.p = nil
 }
 
 func (q *collMsg) Test() (bool, error) {
@@ -105,6 +119,12 @@ func (q *collMsg) Wait() error {
 }
 
 func (q *collMsg) Count() int { return q.n }
+
+// Release recycles a completed message (coll.Releaser).
+func (q *collMsg) Release() {
+	*q = collMsg{}
+	collMsgs.Put(q)
+}
 
 // Op is a reduction operation: one of the predefined ones or a
 // user-defined Go function (NewOp).
@@ -209,24 +229,35 @@ func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
 }
 
 // start runs f (which starts a coll operation) with c's collective lock
-// held and the buffers pinned until the returned request completes.
-func (c *Comm) start(name string, bufs []Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+// held and the buffers pinned until the operation completes. Nonblocking
+// (block false), it returns the Request. Blocking, it waits itself and
+// returns nil: no Request is made, and the finished schedule goes back to
+// the engine for the next call.
+func (c *Comm) start(block bool, name string, bufs []Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
 	if err := c.check(name); err != nil {
 		return nil, err
 	}
 	if c.pc.Freed() {
 		return nil, &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
-	req := &Request{pinner: pinBuffers(bufs...)}
+	p := pinBuffers(bufs...)
 	c.collMu.Lock()
-	cr, err := f(c.engine())
+	st := c.engine()
+	cr, err := f(st)
 	c.collMu.Unlock()
 	if err != nil {
-		req.complete(pt2pt.Status{}, nil)
+		unpin(p)
 		return nil, wrapColl(name, err)
 	}
-	req.sched = errWrapper{cr, name}
-	return req, nil
+	if block {
+		err := cr.Wait()
+		if err == nil {
+			st.Release(cr)
+		}
+		unpin(p)
+		return nil, wrapColl(name, err)
+	}
+	return &Request{pinner: p, sched: errWrapper{cr, name}}, nil
 }
 
 // errWrapper gives collective errors the operation's name and keeps
@@ -253,27 +284,33 @@ func wrapColl(name string, err error) error {
 	return fmt.Errorf("mpi: %s: %w", name, err)
 }
 
-func waitReq(r *Request, err error) error {
-	if err != nil {
-		return err
-	}
-	_, err = r.Wait()
+// Barrier blocks until every rank of c has called it.
+func (c *Comm) Barrier() error {
+	_, err := c.ibarrier(true)
 	return err
 }
 
-// Barrier blocks until every rank of c has called it.
-func (c *Comm) Barrier() error { return waitReq(c.Ibarrier()) }
-
 // Ibarrier starts a barrier.
 func (c *Comm) Ibarrier() (*Request, error) {
-	return c.start("barrier", nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+	return c.ibarrier(false)
+}
+
+func (c *Comm) ibarrier(block bool) (*Request, error) {
+	return c.start(block, "barrier", nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
 }
 
 // Bcast sends root's buf to every rank's buf.
-func (c *Comm) Bcast(buf Buffer, root int) error { return waitReq(c.Ibcast(buf, root)) }
+func (c *Comm) Bcast(buf Buffer, root int) error {
+	_, err := c.ibcast(true, buf, root)
+	return err
+}
 
 // Ibcast starts a Bcast.
 func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
+	return c.ibcast(false, buf, root)
+}
+
+func (c *Comm) ibcast(block bool, buf Buffer, root int) (*Request, error) {
 	if err := checkBuf("bcast", buf); err != nil {
 		return nil, err
 	}
@@ -281,7 +318,7 @@ func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start("bcast", []Buffer{buf}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "bcast", []Buffer{buf}, func(s *coll.State) (coll.Request, error) {
 		return s.Ibcast(b, buf.Len(), buf.Type(), root)
 	})
 }
@@ -322,27 +359,37 @@ func (c *Comm) gatherArgs(name string, send, recv Buffer) ([]byte, []byte, int, 
 // nil on other ranks). Pass InPlace as send at the root to use recv as its
 // contribution.
 func (c *Comm) Reduce(send, recv Buffer, op Op, root int) error {
-	return waitReq(c.Ireduce(send, recv, op, root))
+	_, err := c.ireduce(true, send, recv, op, root)
+	return err
 }
 
 // Ireduce starts a Reduce.
 func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
+	return c.ireduce(false, send, recv, op, root)
+}
+
+func (c *Comm) ireduce(block bool, send, recv Buffer, op Op, root int) (*Request, error) {
 	sb, rb, n, t, err := reduceArgs("reduce", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start("reduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "reduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Ireduce(sb, rb, n, t, op.c, root)
 	})
 }
 
 // Allreduce combines every rank's send with op into every rank's recv.
 func (c *Comm) Allreduce(send, recv Buffer, op Op) error {
-	return waitReq(c.Iallreduce(send, recv, op))
+	_, err := c.iallreduce(true, send, recv, op)
+	return err
 }
 
 // Iallreduce starts an Allreduce.
 func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
+	return c.iallreduce(false, send, recv, op)
+}
+
+func (c *Comm) iallreduce(block bool, send, recv Buffer, op Op) (*Request, error) {
 	if err := checkBuf("allreduce", recv); err != nil {
 		return nil, err
 	}
@@ -350,36 +397,50 @@ func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start("allreduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "allreduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iallreduce(sb, rb, n, t, op.c)
 	})
 }
 
 // Scan computes on rank r the reduction over ranks 0..r.
-func (c *Comm) Scan(send, recv Buffer, op Op) error { return waitReq(c.Iscan(send, recv, op)) }
+func (c *Comm) Scan(send, recv Buffer, op Op) error {
+	_, err := c.iscan(true, send, recv, op)
+	return err
+}
 
 // Iscan starts a Scan.
 func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
+	return c.iscan(false, send, recv, op)
+}
+
+func (c *Comm) iscan(block bool, send, recv Buffer, op Op) (*Request, error) {
 	sb, rb, n, t, err := reduceArgs("scan", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start("scan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "scan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iscan(sb, rb, n, t, op.c)
 	})
 }
 
 // Exscan computes on rank r the reduction over ranks 0..r-1 (rank 0's recv
 // is left unchanged).
-func (c *Comm) Exscan(send, recv Buffer, op Op) error { return waitReq(c.Iexscan(send, recv, op)) }
+func (c *Comm) Exscan(send, recv Buffer, op Op) error {
+	_, err := c.iexscan(true, send, recv, op)
+	return err
+}
 
 // Iexscan starts an Exscan.
 func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
+	return c.iexscan(false, send, recv, op)
+}
+
+func (c *Comm) iexscan(block bool, send, recv Buffer, op Op) (*Request, error) {
 	sb, rb, n, t, err := reduceArgs("exscan", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start("exscan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "exscan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iexscan(sb, rb, n, t, op.c)
 	})
 }
@@ -387,11 +448,16 @@ func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
 // ReduceScatterBlock reduces send (Size()×recv.Len() elements) with op and
 // leaves block r of the result in rank r's recv.
 func (c *Comm) ReduceScatterBlock(send, recv Buffer, op Op) error {
-	return waitReq(c.IreduceScatterBlock(send, recv, op))
+	_, err := c.ireduceScatterBlock(true, send, recv, op)
+	return err
 }
 
 // IreduceScatterBlock starts a ReduceScatterBlock.
 func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
+	return c.ireduceScatterBlock(false, send, recv, op)
+}
+
+func (c *Comm) ireduceScatterBlock(block bool, send, recv Buffer, op Op) (*Request, error) {
 	if err := checkBuf("reduce_scatter_block", recv); err != nil {
 		return nil, err
 	}
@@ -403,7 +469,7 @@ func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
 	if isInPlace(send) {
 		n = recv.Len() / c.Size()
 	}
-	return c.start("reduce_scatter_block", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "reduce_scatter_block", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
 	})
 }
@@ -411,26 +477,38 @@ func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
 // ReduceScatter reduces send (sum(counts) elements) with op and leaves
 // counts[r] elements of the result in rank r's recv.
 func (c *Comm) ReduceScatter(send, recv Buffer, counts []int, op Op) error {
-	return waitReq(c.IreduceScatter(send, recv, counts, op))
+	_, err := c.ireduceScatter(true, send, recv, counts, op)
+	return err
 }
 
 // IreduceScatter starts a ReduceScatter.
 func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request, error) {
+	return c.ireduceScatter(false, send, recv, counts, op)
+}
+
+func (c *Comm) ireduceScatter(block bool, send, recv Buffer, counts []int, op Op) (*Request, error) {
 	sb, rb, _, t, err := reduceArgs("reduce_scatter", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start("reduce_scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "reduce_scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatter(sb, rb, counts, t, op.c)
 	})
 }
 
 // Allgather gathers every rank's send into every rank's recv, in rank
 // order.
-func (c *Comm) Allgather(send, recv Buffer) error { return waitReq(c.Iallgather(send, recv)) }
+func (c *Comm) Allgather(send, recv Buffer) error {
+	_, err := c.iallgather(true, send, recv)
+	return err
+}
 
 // Iallgather starts an Allgather.
 func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
+	return c.iallgather(false, send, recv)
+}
+
+func (c *Comm) iallgather(block bool, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("allgather", recv); err != nil {
 		return nil, err
 	}
@@ -438,7 +516,7 @@ func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start("allgather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "allgather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgather(sb, rb, n, t)
 	})
 }
@@ -446,11 +524,16 @@ func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
 // Allgatherv gathers counts[r] elements from each rank r into recv at
 // displs[r].
 func (c *Comm) Allgatherv(send, recv Buffer, counts, displs []int) error {
-	return waitReq(c.Iallgatherv(send, recv, counts, displs))
+	_, err := c.iallgatherv(true, send, recv, counts, displs)
+	return err
 }
 
 // Iallgatherv starts an Allgatherv.
 func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, error) {
+	return c.iallgatherv(false, send, recv, counts, displs)
+}
+
+func (c *Comm) iallgatherv(block bool, send, recv Buffer, counts, displs []int) (*Request, error) {
 	if err := checkBuf("allgatherv", recv); err != nil {
 		return nil, err
 	}
@@ -461,23 +544,28 @@ func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, e
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start("allgatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "allgatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgatherv(sb, n, rb, counts, displs, t)
 	})
 }
 
 // Gather collects every rank's send into root's recv, in rank order.
 func (c *Comm) Gather(send, recv Buffer, root int) error {
-	return waitReq(c.Igather(send, recv, root))
+	_, err := c.igather(true, send, recv, root)
+	return err
 }
 
 // Igather starts a Gather.
 func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
+	return c.igather(false, send, recv, root)
+}
+
+func (c *Comm) igather(block bool, send, recv Buffer, root int) (*Request, error) {
 	sb, rb, n, t, err := c.gatherArgs("gather", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start("gather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "gather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Igather(sb, rb, n, t, root)
 	})
 }
@@ -485,11 +573,16 @@ func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
 // Gatherv collects counts[r] elements from rank r into root's recv at
 // displs[r].
 func (c *Comm) Gatherv(send, recv Buffer, counts, displs []int, root int) error {
-	return waitReq(c.Igatherv(send, recv, counts, displs, root))
+	_, err := c.igatherv(true, send, recv, counts, displs, root)
+	return err
 }
 
 // Igatherv starts a Gatherv.
 func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+	return c.igatherv(false, send, recv, counts, displs, root)
+}
+
+func (c *Comm) igatherv(block bool, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
 	sb, rb, n, t, err := c.gatherArgs("gatherv", send, recv)
 	if err != nil {
 		return nil, err
@@ -497,7 +590,7 @@ func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Req
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start("gatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "gatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Igatherv(sb, n, rb, counts, displs, t, root)
 	})
 }
@@ -521,11 +614,16 @@ func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, e
 // Scatter sends block r of root's send to rank r's recv. Pass InPlace as
 // the root's recv to keep its own block in place.
 func (c *Comm) Scatter(send, recv Buffer, root int) error {
-	return waitReq(c.Iscatter(send, recv, root))
+	_, err := c.iscatter(true, send, recv, root)
+	return err
 }
 
 // Iscatter starts a Scatter.
 func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
+	return c.iscatter(false, send, recv, root)
+}
+
+func (c *Comm) iscatter(block bool, send, recv Buffer, root int) (*Request, error) {
 	sb, rb, t, err := scatterArgs("scatter", send, recv)
 	if err != nil {
 		return nil, err
@@ -534,18 +632,23 @@ func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
 	if isInPlace(recv) && send != nil {
 		n = send.Len() / c.Size()
 	}
-	return c.start("scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatter(sb, rb, n, t, root)
 	})
 }
 
 // Scatterv sends counts[r] elements at displs[r] of root's send to rank r.
 func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int) error {
-	return waitReq(c.Iscatterv(send, counts, displs, recv, root))
+	_, err := c.iscatterv(true, send, counts, displs, recv, root)
+	return err
 }
 
 // Iscatterv starts a Scatterv.
 func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+	return c.iscatterv(false, send, counts, displs, recv, root)
+}
+
+func (c *Comm) iscatterv(block bool, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
 	sb, rb, t, err := scatterArgs("scatterv", send, recv)
 	if err != nil {
 		return nil, err
@@ -554,17 +657,24 @@ func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root in
 	if isInPlace(recv) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start("scatterv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "scatterv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
 	})
 }
 
 // Alltoall sends block d of send to rank d, which receives it as block r
 // of its recv.
-func (c *Comm) Alltoall(send, recv Buffer) error { return waitReq(c.Ialltoall(send, recv)) }
+func (c *Comm) Alltoall(send, recv Buffer) error {
+	_, err := c.ialltoall(true, send, recv)
+	return err
+}
 
 // Ialltoall starts an Alltoall.
 func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
+	return c.ialltoall(false, send, recv)
+}
+
+func (c *Comm) ialltoall(block bool, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("alltoall", recv); err != nil {
 		return nil, err
 	}
@@ -573,18 +683,23 @@ func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
 		return nil, err
 	}
 	n := recv.Len() / c.Size()
-	return c.start("alltoall", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "alltoall", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoall(sb, rb, n, t)
 	})
 }
 
 // Alltoallv is Alltoall with per-rank counts and displacements.
 func (c *Comm) Alltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) error {
-	return waitReq(c.Ialltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls))
+	_, err := c.ialltoallv(true, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return err
 }
 
 // Ialltoallv starts an Alltoallv.
 func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
+	return c.ialltoallv(false, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+}
+
+func (c *Comm) ialltoallv(block bool, send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
 	if err := checkBuf("alltoallv", recv); err != nil {
 		return nil, err
 	}
@@ -592,7 +707,7 @@ func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer
 	if err != nil {
 		return nil, err
 	}
-	return c.start("alltoallv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "alltoallv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }

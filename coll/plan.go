@@ -1,0 +1,149 @@
+package coll
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
+
+// A plan is a built schedule: the algorithm and its rounds. Steps name
+// buffers symbolically (slots), so one plan serves every call of the same
+// shape, whatever buffers it is given; a State keeps the plans of the calls
+// it has seen so that a repeated collective (the common case: the same
+// allreduce every iteration) skips selection and building, which cost about
+// as much as a small message.
+type plan struct {
+	alg    Algorithm
+	rounds []round
+	tmp    int // scratch bytes
+
+	// spare is scratch space of tmp bytes left by a finished call, for the
+	// next one (calls in flight at once each take their own).
+	spare atomic.Pointer[tmpBuf]
+}
+
+// tmpBuf holds one call's scratch space.
+type tmpBuf struct{ b []byte }
+
+// planKey is everything a cacheable call's schedule depends on besides the
+// State's (rank, size, configuration): collectives whose per-rank counts
+// all derive from one count.
+type planKey struct {
+	kind    Kind
+	t       dtype.Type
+	inPlace bool
+	commute bool // the op commutes (selection and order of combination)
+	avg     bool // the op is Avg (adds a scale step)
+	count   int
+	root    int
+}
+
+// maxPlans bounds a State's plan cache; when it is full the cache starts
+// over (a program cycling through more shapes than this pays the build).
+const maxPlans = 64
+
+// plan returns the schedule for the call described by b: from the cache when
+// b.cache is set and the shape was seen before, else selected and built.
+func (s *State) plan(b *builder, bytes int) (*plan, error) {
+	var key planKey
+	if b.cache {
+		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
+			avg: b.op.isAvg(), count: b.count, root: b.root}
+		if pl := s.plans[key]; pl != nil {
+			return pl, nil
+		}
+	}
+	alg := s.cfg.choose(b.kind, bytes, b.size, b.op.IsCommutative())
+	if alg.build == nil {
+		return nil, fmt.Errorf("coll: %v: no algorithm", b.kind)
+	}
+	if b.blockCounts {
+		b.setBlockCounts()
+	}
+	alg.build(b)
+	pl := &plan{alg: alg, rounds: b.rounds, tmp: b.tmp}
+	if b.cache {
+		if len(s.plans) >= maxPlans {
+			clear(s.plans)
+		}
+		if s.plans == nil {
+			s.plans = make(map[planKey]*plan)
+		}
+		s.plans[key] = pl
+	}
+	return pl, nil
+}
+
+// setBlockCounts fills in the per-rank counts and displacements of the
+// collectives whose blocks are all b.count elements (b.count in total for
+// the reduce-scatters), which only a build needs.
+func (b *builder) setBlockCounts() {
+	p := b.size
+	switch b.kind {
+	case ReduceScatterBlock:
+		b.counts, b.displs = uniform(b.count/max(1, p), p)
+		b.displs = append(b.displs, b.count)
+	default:
+		b.counts, b.displs = uniform(b.count, p)
+		if b.kind == Alltoall {
+			b.sendCounts, b.sendDispls = b.counts, b.displs
+		}
+	}
+}
+
+// run starts pl on the given buffers.
+func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (Request, error) {
+	e := s.spare.Swap(nil)
+	if e == nil {
+		e = new(exec)
+	}
+	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, s.comm, s.mem, op, t, tag
+	e.bufs = [numSlots][]byte{slotSend: send, slotRecv: recv}
+	e.reqs = e.reqArr[:0]
+	if pl.tmp > 0 {
+		tb := pl.spare.Swap(nil)
+		if tb == nil {
+			buf, err := s.mem.Alloc(pl.tmp)
+			if err != nil {
+				return nil, fmt.Errorf("coll: %v: scratch: %w", pl.alg, err)
+			}
+			tb = &tmpBuf{buf}
+		}
+		e.tmp, e.bufs[slotTmp] = tb, tb.b
+		if p, ok := s.comm.(Pinner); ok {
+			e.pin = p.Pin(tb.b)
+		}
+	}
+	if len(pl.rounds) == 0 {
+		e.finish()
+		return e, nil
+	}
+	e.inDomain = true
+	s.prog.add(e)
+	return e, nil
+}
+
+// Release hands back r, a request this State returned, once it has
+// completed without error and the caller keeps no other reference to it (a
+// blocking collective that only waited on it): the State reuses its memory
+// for a later collective. Releasing is optional; requests that are not
+// released are left to the garbage collector. Safe to call concurrently
+// with the State's methods.
+func (s *State) Release(r Request) {
+	e, ok := r.(*exec)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	reusable := e.done && e.err == nil && !e.inDomain
+	if reusable {
+		e.pl, e.comm, e.mem, e.op, e.bufs = nil, nil, nil, Op{}, [numSlots][]byte{}
+		e.cur, e.posted, e.done, e.reqs = 0, false, false, nil
+		clear(e.reqArr[:])
+	}
+	e.mu.Unlock()
+	if reusable {
+		s.spare.Store(e)
+	}
+}
