@@ -57,3 +57,14 @@ type Pinner interface {
 type Releaser interface {
 	Release()
 }
+
+// Idler is implemented by Comms whose transport can put a waiting goroutine
+// to sleep. Wait calls Idle when its schedule shares the progress domain
+// with others (so it cannot simply block in a request's Wait) and a pass
+// over the domain left its current round unfinished; idle counts those
+// passes since the schedule last advanced. The Comm applies its transport's
+// wait policy: return at once (spin) for small idle, sleep until something
+// may have arrived (or a short timeout) beyond.
+type Idler interface {
+	Idle(idle int)
+}

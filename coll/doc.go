@@ -51,7 +51,9 @@
 // collectives could wait for each other forever. So every request belongs to
 // a Progress domain (one per process; Options.Progress, a package-wide one
 // by default), and each Test also gives the domain's other schedules a turn.
-// Wait blocks inside the Comm only when its schedule is alone in the domain.
+// Wait blocks inside the Comm (the point-to-point layer's wait policy) only
+// when its schedule is alone in the domain; otherwise it Tests in a loop and
+// lets a Comm that implements Idler spin, yield or sleep between passes.
 //
 // # Buffers
 //

@@ -162,26 +162,25 @@ func (e *exec) advance() (bool, error) {
 	return true, nil
 }
 
-// spinTests is how many times Wait retries Test before it blocks.
-const spinTests = 64
-
-// Wait runs the schedule to completion: Test in a loop, spinning briefly,
-// then yielding with runtime.Gosched between Tests. When this is the only
-// schedule in flight in its progress domain, nothing else needs this
-// goroutine's progress, so it blocks in the Comm's Wait on a request the
-// current round still needs instead (the point-to-point layer can sleep
-// there when ranks outnumber cores). It holds e.mu while it blocks, so the
-// request is never tested by a domain poke at the same time (pokes skip a
-// schedule whose lock is taken) and Comm requests need no locking of their
-// own.
+// Wait runs the schedule to completion. When this is the only schedule in
+// flight in its progress domain, nothing else needs this goroutine's
+// progress, so between Tests it blocks in the Comm's Wait on a request the
+// current round still needs: the point-to-point layer's wait policy (spin,
+// then sleep in the transport when ranks outnumber cores) applies
+// unchanged. It holds e.mu while it blocks, so the request is never tested
+// by a domain poke at the same time (pokes skip a schedule whose lock is
+// taken) and Comm requests need no locking of their own.
+//
+// When other schedules share the domain, Wait must keep them moving too, so
+// it Tests in a loop; between Tests it lets the Comm spin or sleep
+// (Idler.Idle), or yields the processor when the Comm cannot sleep.
 func (e *exec) Wait() error {
-	for i := 0; ; i++ {
+	idler, canIdle := e.comm.(Idler)
+	idle, last := 0, -1
+	for {
 		done, err := e.Test()
 		if done {
 			return err
-		}
-		if i < spinTests {
-			continue
 		}
 		if e.prog.alone() {
 			e.mu.Lock()
@@ -193,7 +192,18 @@ func (e *exec) Wait() error {
 			e.mu.Unlock()
 			continue
 		}
-		runtime.Gosched()
+		e.mu.Lock()
+		cur := e.cur
+		e.mu.Unlock()
+		if cur != last {
+			idle, last = 0, cur
+		}
+		if canIdle {
+			idler.Idle(idle)
+			idle++
+		} else {
+			runtime.Gosched()
+		}
 	}
 }
 
