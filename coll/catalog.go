@@ -173,7 +173,10 @@ func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
 			return must(k, "scatter_allgather")
 		}
 	case Allreduce:
-		if !commutative || bytes < allreduceShort || bytes < 64*ranks || ranks <= 2 {
+		// Two ranks too: halving the vector (rabenseifner) means each rank
+		// reduces and receives half as much, which beats recursive
+		// doubling's whole-vector exchange from allreduceShort up.
+		if !commutative || bytes < allreduceShort || bytes < 64*ranks {
 			return must(k, "recursive_doubling")
 		}
 		if bytes >= allreduceLong {

@@ -185,6 +185,8 @@ func TestSelectApplicable(t *testing.T) {
 	}{
 		{coll.Allreduce, 8, 16, true, "recursive_doubling"},
 		{coll.Allreduce, 1 << 20, 16, true, "rabenseifner"},
+		{coll.Allreduce, 1 << 20, 2, true, "rabenseifner"},
+		{coll.Allreduce, 8 << 10, 2, true, "recursive_doubling"},
 		{coll.Allreduce, 64 << 20, 16, true, "ring"},
 		{coll.Allreduce, 64 << 20, 16, false, "recursive_doubling"},
 		{coll.Allgather, 64, 8, true, "recursive_doubling"},
