@@ -16,8 +16,15 @@ package coll
 // Cost: 2 log2 p2 α + 2 (p2-1)/p2 nβ + (p2-1)/p2 nγ, plus the fold's
 // 2(α + nβ) + nγ when p is not a power of two. Few messages and little data:
 // the choice for medium and long vectors.
+//
+// With p a power of two and separate send and receive buffers, the input is
+// not copied: the first halving step sends from send and receives the
+// partner's half straight into recv, folding send's half into it.
 func allreduceRabenseifner(b *builder) {
-	b.copy(b.rbuf, b.src)
+	direct := isPow2(b.size) && b.size > 1 && b.src != b.rbuf
+	if !direct {
+		b.copy(b.rbuf, b.src)
+	}
 	nr, rankOf, p2 := fold(b)
 	if nr >= 0 {
 		_, displs := split(b.count, p2)
@@ -25,7 +32,10 @@ func allreduceRabenseifner(b *builder) {
 			return b.rbuf.at(displs[lo]*b.esz, (displs[hi]-displs[lo])*b.esz)
 		}
 		// The first half of the blocks is never smaller than the second.
-		tmp := b.alloc(displs[p2/2] * b.esz)
+		var tmp ref
+		if p2 > 2 || !direct {
+			tmp = b.alloc(displs[p2/2] * b.esz)
+		}
 		lo, hi := 0, p2
 		for mask := p2 / 2; mask >= 1; mask >>= 1 {
 			peer := rankOf(nr ^ mask)
@@ -35,9 +45,19 @@ func allreduceRabenseifner(b *builder) {
 				keepLo, keepHi, giveLo, giveHi = mid, hi, lo, mid
 			}
 			keep := rng(keepLo, keepHi)
-			b.send(rng(giveLo, giveHi), peer)
-			b.recv(tmp.at(0, keep.n), peer)
-			b.reduce(tmp.at(0, keep.n), keep)
+			if direct {
+				in := func(lo, hi int) ref {
+					return b.src.at(displs[lo]*b.esz, (displs[hi]-displs[lo])*b.esz)
+				}
+				b.send(in(giveLo, giveHi), peer)
+				b.recv(keep, peer)
+				b.reduce(in(keepLo, keepHi), keep)
+				direct = false
+			} else {
+				b.send(rng(giveLo, giveHi), peer)
+				b.recv(tmp.at(0, keep.n), peer)
+				b.reduce(tmp.at(0, keep.n), keep)
+			}
 			lo, hi = keepLo, keepHi
 		}
 		b.scaleAvg(rng(lo, hi), b.size)

@@ -25,6 +25,12 @@ func reduceBinomial(b *builder) {
 // binomialReduce reduces src (n bytes on every rank) to root and returns the
 // ref where root finds the result (its recv buffer when the algorithm could
 // accumulate there directly). Other ranks get an empty ref.
+//
+// No rank copies its input: the accumulator starts as src itself
+// (read-only; a leaf sends it as it is), and the first child's message
+// lands in writable space into which src is then folded (src ∘ child, the
+// order either tree needs). At a Reduce's root that space is the receive
+// buffer, unless the call is in place.
 func binomialReduce(b *builder, src ref, root int) ref {
 	p, r, n := b.size, b.rank, src.n
 	commutative := b.op.IsCommutative()
@@ -35,31 +41,41 @@ func binomialReduce(b *builder, src ref, root int) ref {
 	v := mod(r-treeRoot, p)
 	abs := func(x int) int { return mod(x+treeRoot, p) }
 
-	var acc ref
-	if commutative && r == root && b.rbuf.n == n && b.kind == Reduce {
-		acc = b.rbuf // accumulate in place at the root
-	} else {
-		acc = b.alloc(n)
+	useRecv := r == root && b.kind == Reduce && b.rbuf.n == n && src != b.rbuf
+	space := func() ref { // writable accumulator space
+		if useRecv {
+			useRecv = false
+			return b.rbuf
+		}
+		return b.alloc(n)
 	}
-	b.copy(acc, src)
-	if p == 1 {
-		return acc
-	}
-	tmp := b.alloc(n)
+	acc, tmp := src, ref{}
 	for mask := 1; mask < p; mask <<= 1 {
 		if v&mask != 0 {
 			b.send(acc, abs(v-mask))
 			break
 		}
-		if v+mask < p {
-			b.recv(tmp, abs(v+mask))
-			if commutative {
-				b.reduce(tmp, acc)
-			} else {
-				// acc = acc ∘ child: the result lands in tmp; swap roles.
-				b.reduce(acc, tmp)
-				acc, tmp = tmp, acc
-			}
+		if v+mask >= p {
+			continue
+		}
+		child := abs(v + mask)
+		if acc == src {
+			x := space()
+			b.recv(x, child)
+			b.reduce(src, x) // x = src ∘ child
+			acc = x
+			continue
+		}
+		if tmp == (ref{}) {
+			tmp = b.alloc(n)
+		}
+		b.recv(tmp, child)
+		if commutative {
+			b.reduce(tmp, acc)
+		} else {
+			// acc = acc ∘ child: the result lands in tmp; swap roles.
+			b.reduce(acc, tmp)
+			acc, tmp = tmp, acc
 		}
 	}
 	if treeRoot != root {
@@ -68,6 +84,9 @@ func binomialReduce(b *builder, src ref, root int) ref {
 		case treeRoot:
 			b.send(acc, root)
 		case root:
+			if acc == src { // a leaf: src is not ours to overwrite
+				acc = space()
+			}
 			b.recv(acc, treeRoot)
 		}
 	}
