@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"syscall"
 	"unsafe"
 
 	"github.com/gompix/gompix/coll"
@@ -31,64 +30,10 @@ type collState struct {
 // engine returns c's coll.State; c.collMu is held.
 func (c *Comm) engine() *coll.State {
 	if c.coll.st == nil {
-		c.coll.st = coll.NewState(collComm{c.pc, newCollWait(c.pc)}, nil)
+		c.coll.st = coll.NewState(collComm{c.pc}, nil)
 	}
 	return c.coll.st
 }
-
-// collWait is how a collective waits: point-to-point's policy (spin
-// GOMPIX_SPIN rounds, then sleep on the transport's event fd), with one
-// more phase when ranks outnumber cores. There, a rank that sleeps on the
-// fd as soon as it is idle pays a wakeup (signal, context switch, cgo
-// return) on every message, and the collectives' chains of dependent
-// messages (a barrier, small allreduces) paid it at every step: 4 ranks on
-// 2 cores took 65-80 µs per barrier. Yielding the processor to the other
-// ranks instead (sched_yield, as Open MPI does when oversubscribed) keeps
-// every rank runnable and lets the peer a message waits for run at once;
-// the fd sleep still comes once yieldRounds pass without progress, so a
-// long wait does not burn a core.
-type collWait struct {
-	t     pt2pt.Transport
-	spin  int  // rounds that only poll
-	yield bool // oversubscribed: yield between rounds before sleeping
-}
-
-// yieldRounds bounds the yield phase: about 1 ms of polling when nothing
-// else is runnable (each round is a progress call and a yield), longer when
-// the yields hand the processor to other ranks.
-const yieldRounds = 2000
-
-func newCollWait(pc *pt2pt.Comm) *collWait {
-	w := &collWait{t: pc.Engine().Transport(), yield: LocalSize() > runtime.NumCPU()}
-	spin, err := cfgSpin.Get()
-	if err != nil || spin < 0 {
-		// As init.go chooses for point-to-point.
-		spin = 4096
-		if w.yield {
-			spin = 0
-		}
-	}
-	w.spin = spin
-	return w
-}
-
-// idle is called after round fruitless progress rounds (counted from 0):
-// spin, yield or sleep.
-func (w *collWait) idle(round int) {
-	switch {
-	case round < w.spin:
-		if round%32 == 31 {
-			runtime.Gosched()
-		}
-	case w.yield && round < w.spin+yieldRounds:
-		osYield()
-	default:
-		w.t.Idle()
-	}
-}
-
-// osYield gives the processor to another runnable thread (of any process).
-func osYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.
 //
@@ -98,7 +43,6 @@ func osYield() { _, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) 
 // executor through Pin.
 type collComm struct {
 	pc *pt2pt.Comm
-	w  *collWait
 }
 
 var (
@@ -116,7 +60,7 @@ func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
 		return nil, err
 	}
 	q := collMsgs.Get().(*collMsg)
-	q.r, q.w = r, a.w
+	q.r = r
 	return q, nil
 }
 
@@ -126,7 +70,7 @@ func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 		return nil, err
 	}
 	q := collMsgs.Get().(*collMsg)
-	q.r, q.w = r, a.w
+	q.r = r
 	return q, nil
 }
 
@@ -140,16 +84,16 @@ func (collComm) Pin(buf []byte) any {
 // Unpin releases what Pin pinned.
 func (collComm) Unpin(token any) { unpin(token.(*runtime.Pinner)) }
 
-// Idle is collWait's policy for a collective that waits alongside others
-// and so cannot block in one message's Wait (coll.Idler).
-func (a collComm) Idle(idle int) { a.w.idle(idle) }
+// Idle is the engine's wait policy (spin, yield when oversubscribed, sleep)
+// for a collective that waits alongside others and so cannot block in one
+// message's Wait (coll.Idler).
+func (a collComm) Idle(idle int) { a.pc.Engine().Idle(idle) }
 
 // collMsg is one message of a collective schedule. coll serialises every
 // use of a schedule's messages (under the schedule's lock), so it needs no
 // lock; coll releases it back to collMsgs once it has completed.
 type collMsg struct {
 	r    pt2pt.Request
-	w    *collWait
 	done bool
 	n    int
 	err  error
@@ -172,17 +116,8 @@ func (q *collMsg) Test() (bool, error) {
 	return true, q.err
 }
 
-// Wait waits under collWait's policy: the yield phase here, when it
-// applies, then point-to-point's own spin and sleep.
+// Wait waits under the engine's policy.
 func (q *collMsg) Wait() error {
-	if !q.done && q.w.yield {
-		for i := 0; i < yieldRounds; i++ {
-			if ok, _ := q.Test(); ok {
-				return q.err
-			}
-			osYield()
-		}
-	}
 	if !q.done {
 		st, err := q.r.Wait()
 		q.finish(st, err)

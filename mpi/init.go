@@ -16,7 +16,7 @@ import (
 
 var (
 	cfgSpin = config.NewInt("GOMPIX_SPIN", -1,
-		"progress rounds a blocking wait spins before sleeping on the UCX event fd; -1 chooses: 4096 with one rank per core, 0 when the node is oversubscribed")
+		"progress rounds a blocking wait spins before sleeping on the UCX event fd; -1 chooses: 4096 with one rank per core, 0 when the node is oversubscribed (then 2000 rounds that yield the processor come before the sleep)")
 	cfgSleep = config.NewDuration("GOMPIX_SLEEP_TIMEOUT", 5*time.Millisecond,
 		"longest single sleep on the event fd (a backstop; a completion wakes sleepers at once)")
 	cfgWireupTimeout = config.NewDuration("GOMPIX_WIREUP_TIMEOUT", 60*time.Second,
@@ -75,11 +75,17 @@ func start() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	oversubscribed := env.LocalSize > runtime.NumCPU()
 	if spin < 0 {
 		spin = 4096
-		if env.LocalSize > runtime.NumCPU() {
+		if oversubscribed {
 			spin = 0
 		}
+	}
+	yield := 0
+	if oversubscribed {
+		// About 1 ms of yielding polls before a wait sleeps (pt2pt.Options).
+		yield = 2000
 	}
 	s := &state{env: env}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -100,7 +106,7 @@ func start() (*state, error) {
 		}
 		return nil, err
 	}
-	s.engine = pt2pt.NewEngine(t, pt2pt.Options{SpinIterations: spin})
+	s.engine = pt2pt.NewEngine(t, pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = env.Node
 	return s, nil
