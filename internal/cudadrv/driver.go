@@ -71,6 +71,10 @@ type PointerInfo struct {
 	Device   int    // ordinal of the owning device; -1 when unknown
 	BufferID uint64 // unique per allocation for the process's lifetime; 0 when unknown
 	Managed  bool
+	// Base and Size are the allocation containing the address (what
+	// IpcGetMemHandle exports and an IPC peer maps); 0 when unknown.
+	Base DevicePtr
+	Size int
 }
 
 // Attribute is a device attribute (CU_DEVICE_ATTRIBUTE_*); any driver value

@@ -117,6 +117,9 @@ func TestMemoryAndCopies(t *testing.T) {
 			if info.Type != cudadrv.MemoryDevice || info.Device != 0 || info.BufferID == 0 {
 				t.Errorf("PointerInfo(device) = %+v", info)
 			}
+			if in := must[cudadrv.PointerInfo](t)(d.PointerInfo(p + 16)); in.Base != p || in.Size < len(src) || in.BufferID != info.BufferID {
+				t.Errorf("PointerInfo(interior) = %+v, want base %#x, size >= %d", in, p, len(src))
+			}
 			var local [8]byte
 			if info, err := d.PointerInfo(cudadrv.DevicePtr(unsafe.Pointer(&local[0]))); err != nil || info.Type != cudadrv.MemoryUnregistered {
 				t.Errorf("PointerInfo(Go memory) = %+v, %v", info, err)

@@ -138,12 +138,13 @@ gx_result gx_host_unregister(gx_ctx c, void *p) { GX_CTX(c); return gx_cu.cuMemH
 gx_result gx_host_devptr(gx_ctx c, gx_devptr *d, void *p) { GX_CTX(c); return gx_cu.cuMemHostGetDevicePointer(d, p, 0); }
 
 gx_result gx_pointer_info(gx_ctx c, gx_devptr p, unsigned int *type, int *ordinal, unsigned long long *id,
-                          unsigned int *managed) {
+                          unsigned int *managed, gx_devptr *base, size_t *size) {
     GX_CTX(c);
-    gx_ptrattr attrs[4] = {GX_POINTER_ATTRIBUTE_MEMORY_TYPE, GX_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                           GX_POINTER_ATTRIBUTE_BUFFER_ID, GX_POINTER_ATTRIBUTE_IS_MANAGED};
-    void *data[4] = {type, ordinal, id, managed};
-    return gx_cu.cuPointerGetAttributes(4, attrs, data, p);
+    gx_ptrattr attrs[6] = {GX_POINTER_ATTRIBUTE_MEMORY_TYPE, GX_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                           GX_POINTER_ATTRIBUTE_BUFFER_ID,   GX_POINTER_ATTRIBUTE_IS_MANAGED,
+                           GX_POINTER_ATTRIBUTE_RANGE_START_ADDR, GX_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *data[6] = {type, ordinal, id, managed, base, size};
+    return gx_cu.cuPointerGetAttributes(6, attrs, data, p);
 }
 
 gx_result gx_memcpy_htod(gx_ctx c, gx_devptr d, const void *s, size_t n) { GX_CTX(c); return gx_cu.cuMemcpyHtoD(d, s, n); }

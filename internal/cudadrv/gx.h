@@ -22,7 +22,7 @@ gx_result gx_host_register(gx_ctx c, void *p, size_t n);
 gx_result gx_host_unregister(gx_ctx c, void *p);
 gx_result gx_host_devptr(gx_ctx c, gx_devptr *d, void *p);
 gx_result gx_pointer_info(gx_ctx c, gx_devptr p, unsigned int *type, int *ordinal, unsigned long long *id,
-                          unsigned int *managed);
+                          unsigned int *managed, gx_devptr *base, size_t *size);
 gx_result gx_memcpy_htod(gx_ctx c, gx_devptr d, const void *s, size_t n);
 gx_result gx_memcpy_dtoh(gx_ctx c, void *d, gx_devptr s, size_t n);
 gx_result gx_memcpy_dtod(gx_ctx c, gx_devptr d, gx_devptr s, size_t n);

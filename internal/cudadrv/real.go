@@ -247,11 +247,14 @@ func (d *realDevice) PointerInfo(p DevicePtr) (PointerInfo, error) {
 		typ, managed C.uint
 		ord          C.int = -1
 		id           C.ulonglong
+		base         C.gx_devptr
+		size         C.size_t
 	)
-	if err := cuError("cuPointerGetAttributes", C.gx_pointer_info(d.ctx, C.gx_devptr(p), &typ, &ord, &id, &managed)); err != nil {
+	if err := cuError("cuPointerGetAttributes", C.gx_pointer_info(d.ctx, C.gx_devptr(p), &typ, &ord, &id, &managed, &base, &size)); err != nil {
 		return PointerInfo{}, err
 	}
-	info := PointerInfo{Type: MemoryType(typ), Device: int(ord), BufferID: uint64(id), Managed: managed != 0}
+	info := PointerInfo{Type: MemoryType(typ), Device: int(ord), BufferID: uint64(id), Managed: managed != 0,
+		Base: DevicePtr(base), Size: int(size)}
 	if info.Type == MemoryUnregistered {
 		info.Device = -1
 	}

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"coll":             {"pt2pt", "kernels", "internal/dtype", "internal/config", "coll"},
 	"pt2pt":            {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":     {"pt2pt"},
+	"pt2pt/gpu":        {"pt2pt", "internal/cudadrv", "internal/config"},
 	"pt2pt/ucx":        {"pt2pt", "ucxbind", "internal/cudadrv", "internal/config", "internal/dtype"},
 	"launcher":         {"internal/wireup", "internal/config", "internal/gputopo"},
 	"internal/wireup":  {},

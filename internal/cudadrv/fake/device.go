@@ -193,7 +193,7 @@ func (v *device) PointerInfo(p cudadrv.DevicePtr) (cudadrv.PointerInfo, error) {
 	if a == nil {
 		return cudadrv.PointerInfo{Type: cudadrv.MemoryUnregistered, Device: -1}, nil
 	}
-	return cudadrv.PointerInfo{Type: a.typ, Device: a.dev, BufferID: a.id}, nil
+	return cudadrv.PointerInfo{Type: a.typ, Device: a.dev, BufferID: a.id, Base: cudadrv.DevicePtr(a.base), Size: a.size}, nil
 }
 
 // copies ---------------------------------------------------------------------------

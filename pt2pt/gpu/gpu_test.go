@@ -1,0 +1,582 @@
+package gpu
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/cudadrv/fake"
+	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/pt2pt/inproc"
+)
+
+// rank is one goroutine rank of an in-process job whose transports are
+// decorated, over a fake driver shared by the job (rank r on device r%2).
+type rank struct {
+	r   int
+	c   *pt2pt.Comm
+	tr  *Transport
+	dev cudadrv.Device
+}
+
+const guard = 64 // bytes after every test buffer that must stay untouched
+
+// buf is a test message buffer of n bytes, host or device, with guard
+// bytes behind it.
+type buf struct {
+	m    pt2pt.Mem
+	host []byte // host: n+guard bytes
+	p    cudadrv.DevicePtr
+	dev  cudadrv.Device
+}
+
+func devicePointer(p cudadrv.DevicePtr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+
+func (k *rank) alloc(t testing.TB, kind pt2pt.MemKind, n int) *buf {
+	b := &buf{dev: k.dev}
+	if kind == pt2pt.Host {
+		b.host = bytes.Repeat([]byte{0xee}, n+guard)
+		b.m = pt2pt.HostMem(b.host[:n])
+		return b
+	}
+	p, err := k.dev.MemAlloc(n + guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.p = p
+	if err := k.dev.MemcpyHtoD(p, bytes.Repeat([]byte{0xee}, n+guard)); err != nil {
+		t.Fatal(err)
+	}
+	b.m = pt2pt.Mem{Ptr: devicePointer(p), Len: n, Kind: pt2pt.Device, Device: k.dev.Ordinal()}
+	return b
+}
+
+func (b *buf) free() {
+	if b.p != 0 {
+		b.dev.MemFree(b.p)
+	}
+}
+
+// all returns the n+guard bytes.
+func (b *buf) all() []byte {
+	if b.host != nil {
+		return append([]byte(nil), b.host...)
+	}
+	out := make([]byte, b.m.Len+guard)
+	if err := b.dev.MemcpyDtoH(out, b.p); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+func (b *buf) fill(seed int) {
+	data := pattern(seed, b.m.Len)
+	if b.host != nil {
+		copy(b.host, data)
+		return
+	}
+	if len(data) > 0 {
+		if err := b.dev.MemcpyHtoD(b.p, data); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func pattern(seed, n int) []byte {
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = byte(seed*131 + i*7 + i>>8 + 1)
+	}
+	return out
+}
+
+// check compares the first n bytes with the pattern and the rest of the
+// buffer (and its guard) with the fill byte, element by element.
+func (b *buf) check(seed, n int) error {
+	got := b.all()
+	want := pattern(seed, n)
+	for i, x := range got {
+		w := byte(0xee)
+		if i < n {
+			w = want[i]
+		}
+		if x != w {
+			return fmt.Errorf("byte %d of %d (message %d): got %#x, want %#x", i, len(got), n, x, w)
+		}
+	}
+	return nil
+}
+
+type job struct {
+	drv   *fake.Driver
+	ranks []*rank
+}
+
+// runJob runs body on n goroutine ranks.
+func runJob(t *testing.T, n int, cfg Config, body func(k *rank) error) *job {
+	t.Helper()
+	drv := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30})
+	f := inproc.NewFabric(n)
+	j := &job{drv: drv}
+	for r := 0; r < n; r++ {
+		dev, err := drv.Device(r % 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.Device = func(o int) (cudadrv.Device, error) { return drv.Device(o) }
+		c.HostDevice = func() (cudadrv.Device, error) { return dev, nil }
+		tr := New(f.Transport(r), c)
+		e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
+		j.ranks = append(j.ranks, &rank{r: r, c: e.World(), tr: tr, dev: dev})
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for _, k := range j.ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := body(k); err != nil {
+				errc <- fmt.Errorf("rank %d: %w", k.r, err)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("in-process job hung")
+	}
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	for _, k := range j.ranks {
+		if k.tr.nwork.Load() > 0 {
+			k.tr.Progress()
+		}
+		k.tr.Close()
+	}
+	if a := drv.Allocations(); a != 0 && !t.Failed() {
+		t.Errorf("%d driver allocations left after Close", a)
+	}
+	drv.Close()
+	return j
+}
+
+var kinds = map[string][2]pt2pt.MemKind{
+	"HH": {pt2pt.Host, pt2pt.Host}, "HD": {pt2pt.Host, pt2pt.Device},
+	"DH": {pt2pt.Device, pt2pt.Host}, "DD": {pt2pt.Device, pt2pt.Device},
+}
+
+var sizes = []int{0, 1, 8, 119, descSize, descSize + 1, 4096, 65537, 3<<20 + 5}
+
+var modes = []Mode{ModeStaged, ModeIPC, ModeAuto}
+
+// send/recv styles from rank 0 to rank 1.
+var styles = []string{"isend", "send", "ssend", "sendrecv"}
+
+func TestCombinations(t *testing.T) {
+	for _, mode := range modes {
+		for name, kk := range kinds {
+			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
+					for _, n := range sizes {
+						for si, style := range styles {
+							if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
+								return fmt.Errorf("%s %d B: %w", style, n, err)
+							}
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// exchange sends n bytes from rank 0 (kind kk[0]) to rank 1 (kind kk[1]);
+// sendrecv also sends back the other way at the same time.
+func exchange(t *testing.T, k *rank, kk [2]pt2pt.MemKind, n, seed int, style string) error {
+	c := k.c
+	peer := 1 - k.r
+	sb := k.alloc(t, kk[k.r], n)
+	rb := k.alloc(t, kk[1-k.r], n)
+	defer sb.free()
+	defer rb.free()
+	sb.fill(seed + k.r)
+	tag := 5 + n%1000
+	switch {
+	case style == "sendrecv":
+		rr, err := c.Irecv(rb.m, peer, tag)
+		if err != nil {
+			return err
+		}
+		sr, err := c.Isend(sb.m, peer, tag, false)
+		if err != nil {
+			return err
+		}
+		if _, err := sr.Wait(); err != nil {
+			return err
+		}
+		st, err := rr.Wait()
+		if err != nil {
+			return err
+		}
+		if st.Bytes != n || st.Source != peer || st.Tag != tag {
+			return fmt.Errorf("status %+v", st)
+		}
+		// Received with kind kk[1-me] from peer, who sent kind kk[peer]... both
+		// sides used the other's roles: check the data only.
+		return rb.check(seed+peer, n)
+	case k.r == 0:
+		switch style {
+		case "isend":
+			r, err := c.Isend(sb.m, 1, tag, false)
+			if err != nil {
+				return err
+			}
+			_, err = r.Wait()
+			return err
+		case "send":
+			return c.Send(sb.m, 1, tag, false)
+		default:
+			return c.Send(sb.m, 1, tag, true)
+		}
+	default:
+		rb := k.alloc(t, kk[1], n)
+		defer rb.free()
+		var st pt2pt.Status
+		var err error
+		if style == "send" {
+			st, err = c.Recv(rb.m, 0, tag)
+		} else {
+			r, e := c.Irecv(rb.m, 0, tag)
+			if e != nil {
+				return e
+			}
+			st, err = r.Wait()
+		}
+		if err != nil {
+			return err
+		}
+		if st.Bytes != n || st.Source != 0 || st.Tag != tag {
+			return fmt.Errorf("status %+v", st)
+		}
+		return rb.check(seed, n)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cases := []struct {
+		m    Message
+		want Path
+		why  string
+	}{
+		{Message{Kind: pt2pt.Host, Len: 8}, PathHost, "host"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, Mode: ModeAuto, Threshold: 1}, PathIPC, "this node"},
+		{Message{Kind: pt2pt.Device, Len: 0, SameNode: true, Mode: ModeAuto, Threshold: 1}, PathStaged, "empty"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, Mode: ModeAuto}, PathStaged, "another node"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, Mode: ModeAuto, Threshold: 9}, PathStaged, "below"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeAuto}, PathUCX, "UCX"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeStaged}, PathStaged, "forced"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeIPC}, PathIPC, "forced"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, Mode: ModeIPC}, PathStaged, "another node"},
+	}
+	for _, c := range cases {
+		p, why := Select(c.m)
+		if p != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("Select(%+v) = %v (%s), want %v (%q)", c.m, p, why, c.want, c.why)
+		}
+	}
+}
+
+func TestDebugPath(t *testing.T) {
+	var mu sync.Mutex
+	var log bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return log.Write(p) })
+	runJob(t, 2, Config{Mode: ModeAuto, DebugPath: true, Log: w}, func(k *rank) error {
+		for i := 0; i < 3; i++ {
+			for _, n := range []int{0, 64} {
+				if err := exchange(t, k, kinds["DD"], n, i, "isend"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	out := log.String()
+	if strings.Count(out, "\n") != 2 || !strings.Contains(out, "rank 0 -> rank 1: device buffers take path ipc (peer on this node") ||
+		!strings.Contains(out, "path staged (empty message") {
+		t.Errorf("debug log:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestProbeAndWildcards: Probe reports the real size of IPC and staged
+// messages; AnySource/AnyTag receives get every message, in order per
+// sender.
+func TestProbeAndWildcards(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			const per = 6
+			runJob(t, 3, Config{Mode: mode}, func(k *rank) error {
+				c := k.c
+				if k.r != 0 {
+					for i := 0; i < per; i++ {
+						n := 1000*i + 10*k.r
+						b := k.alloc(t, pt2pt.Device, n)
+						b.fill(k.r*100 + i)
+						if err := c.Send(b.m, 0, i, i%2 == 0); err != nil {
+							return err
+						}
+						b.free()
+					}
+					return nil
+				}
+				next := map[int]int{}
+				for got := 0; got < 2*per; got++ {
+					var st pt2pt.Status
+					var err error
+					if got%2 == 0 {
+						st, err = c.Probe(pt2pt.AnySource, pt2pt.AnyTag)
+					} else {
+						// Probe one sender by its expected tag.
+						src := 1 + got%4/2
+						if next[src] >= per {
+							src = 3 - src
+						}
+						st, err = c.Probe(src, next[src])
+					}
+					if err != nil {
+						return err
+					}
+					i := next[st.Source]
+					if st.Tag != i || st.Bytes != 1000*i+10*st.Source {
+						return fmt.Errorf("probe: %+v, want tag %d from %d", st, i, st.Source)
+					}
+					kind := pt2pt.Device
+					if got%3 == 0 {
+						kind = pt2pt.Host
+					}
+					b := k.alloc(t, kind, st.Bytes+50)
+					var r pt2pt.Status
+					if got%2 == 0 {
+						r, err = c.Recv(b.m, st.Source, pt2pt.AnyTag)
+					} else {
+						r, err = c.Recv(b.m, pt2pt.AnySource, st.Tag)
+					}
+					if err != nil {
+						return err
+					}
+					if r.Source != st.Source || r.Tag != i || r.Bytes != st.Bytes {
+						return fmt.Errorf("recv %+v after probe %+v", r, st)
+					}
+					b.m.Len = st.Bytes
+					if err := b.check(st.Source*100+i, st.Bytes); err != nil {
+						// The tail beyond the message keeps the fill byte.
+						return fmt.Errorf("message %d from %d: %w", i, st.Source, err)
+					}
+					b.free()
+					next[st.Source]++
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestTruncation: a message larger than the receive buffer fails with
+// ErrTruncate and its real size, for every kind pair and path, and the
+// sender completes (no hang).
+func TestTruncation(t *testing.T) {
+	for _, mode := range modes {
+		for name, kk := range kinds {
+			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
+					for _, c := range [][2]int{{8, 4}, {descSize + 8, 16}, {descSize + 8, descSize}, {70000, 65536}, {1 << 20, 0}} {
+						n, have := c[0], c[1]
+						if k.r == 0 {
+							b := k.alloc(t, kk[0], n)
+							b.fill(n)
+							err := k.c.Send(b.m, 1, 3, true)
+							b.free()
+							if err != nil {
+								return err
+							}
+							continue
+						}
+						b := k.alloc(t, kk[1], have)
+						st, err := k.c.Recv(b.m, 0, 3)
+						b.free()
+						if !errors.Is(err, pt2pt.ErrTruncate) || st.Bytes != n {
+							return fmt.Errorf("%d B into %d: %v, status %+v; want ErrTruncate and the real size", n, have, err, st)
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestCancelDeviceRecv: a posted device receive can be cancelled; a
+// later message goes to the next receive.
+func TestCancelDeviceRecv(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
+				if k.r == 1 {
+					b := k.alloc(t, pt2pt.Device, 1<<16)
+					defer b.free()
+					r, err := k.c.Irecv(b.m, 0, 9)
+					if err != nil {
+						return err
+					}
+					r.Cancel()
+					st, err := r.Wait()
+					if err != nil || !st.Cancelled {
+						return fmt.Errorf("cancelled receive: %+v %v", st, err)
+					}
+					if err := k.c.Send(pt2pt.Mem{}, 0, 1, false); err != nil {
+						return err
+					}
+					if _, err := k.c.Recv(b.m, 0, 9); err != nil {
+						return err
+					}
+					return b.check(77, 1<<16)
+				}
+				if _, err := k.c.Recv(pt2pt.Mem{}, 1, 1); err != nil {
+					return err
+				}
+				b := k.alloc(t, pt2pt.Device, 1<<16)
+				defer b.free()
+				b.fill(77)
+				return k.c.Send(b.m, 1, 9, false)
+			})
+		})
+	}
+}
+
+// TestReallocSameAddress: a buffer freed and reallocated (possibly at the
+// same address) is never read through a stale IPC mapping.
+func TestReallocSameAddress(t *testing.T) {
+	runJob(t, 2, Config{Mode: ModeIPC, CacheSize: 2}, func(k *rank) error {
+		const n = 1 << 16
+		for round := 0; round < 6; round++ {
+			if k.r == 0 {
+				b := k.alloc(t, pt2pt.Device, n)
+				b.fill(round)
+				if err := k.c.Send(b.m, 1, round, false); err != nil {
+					return err
+				}
+				// Same allocation, new data: the receiver's cached mapping
+				// is the right one and must show the new bytes.
+				b.fill(round + 50)
+				if err := k.c.Send(b.m, 1, round, false); err != nil {
+					return err
+				}
+				b.free()
+				continue
+			}
+			for _, seed := range []int{round, round + 50} {
+				b := k.alloc(t, pt2pt.Device, n)
+				if _, err := k.c.Recv(b.m, 0, round); err != nil {
+					return err
+				}
+				err := b.check(seed, n)
+				b.free()
+				if err != nil {
+					return fmt.Errorf("round %d: %w", round, err)
+				}
+			}
+		}
+		if k.r == 1 {
+			k.tr.mu.Lock()
+			open := len(k.tr.cache.m)
+			k.tr.mu.Unlock()
+			if open > 2 {
+				return fmt.Errorf("%d mappings cached, beyond the bound of 2", open)
+			}
+		}
+		return nil
+	})
+}
+
+// TestManyInFlight: many nonblocking messages of mixed kinds and paths in
+// both directions at once, then checked.
+func TestManyInFlight(t *testing.T) {
+	runJob(t, 2, Config{Mode: ModeAuto, IPCThreshold: 4096}, func(k *rank) error {
+		const m = 64
+		peer := 1 - k.r
+		var reqs []*pt2pt.Request
+		var sends, recvs []*buf
+		var lens []int
+		for i := 0; i < m; i++ {
+			n := (i * 7919) % (1 << 17)
+			kind := pt2pt.MemKind(i % 2)
+			rb := k.alloc(t, pt2pt.MemKind((i/2)%2), n)
+			r, err := k.c.Irecv(rb.m, peer, i%5)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+			recvs, lens = append(recvs, rb), append(lens, n)
+			sb := k.alloc(t, kind, n)
+			sb.fill(i)
+			s, err := k.c.Isend(sb.m, peer, i%5, i%3 == 0)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, s)
+			sends = append(sends, sb)
+		}
+		for _, r := range reqs {
+			if _, err := r.Wait(); err != nil {
+				return err
+			}
+		}
+		for i, rb := range recvs {
+			if err := rb.check(i, lens[i]); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+			rb.free()
+			sends[i].free()
+		}
+		return nil
+	})
+}
+
+// TestBadDeviceBuffer: a pointer the driver does not know, or a length
+// past the allocation, is ErrBuffer at the send, never a fault.
+func TestBadDeviceBuffer(t *testing.T) {
+	for _, mode := range []Mode{ModeStaged, ModeIPC} {
+		runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
+			if k.r != 0 {
+				return nil
+			}
+			b := k.alloc(t, pt2pt.Device, 256)
+			defer b.free()
+			over := b.m
+			over.Len = 1 << 20
+			var x [64]byte
+			foreign := pt2pt.Mem{Ptr: unsafe.Pointer(&x[0]), Len: 64, Kind: pt2pt.Device}
+			for _, m := range []pt2pt.Mem{over, foreign} {
+				if err := k.c.Send(m, 1, 0, false); !errors.Is(err, pt2pt.ErrBuffer) {
+					return fmt.Errorf("%s: send of %+v: %v, want ErrBuffer", mode, m, err)
+				}
+			}
+			return nil
+		})
+	}
+}

@@ -1,0 +1,392 @@
+package gpu
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+type opKind uint8
+
+const (
+	kindSend    opKind = iota // staged send: the transport send of the staging buffer
+	kindIPCSend               // IPC send: waits for the receiver's ack
+	kindRecv                  // any receive through the decorator
+)
+
+// Operation states. An op leaves stPosted when its transport operation
+// completes; whoever wins the CAS to stBusy finishes it (the owner's Done,
+// or Progress for an op released early). stCopy: a device copy is in
+// flight and the op is on Transport.active until its event completes.
+const (
+	stPosted int32 = iota
+	stBusy
+	stCopy
+	stDone
+)
+
+const (
+	flagDone     = 1
+	flagReleased = 2
+)
+
+// op is the decorator's pt2pt.Op.
+type op struct {
+	t     *Transport
+	kind  opKind
+	state atomic.Int32
+	flags atomic.Uint32
+	inner pt2pt.Op
+	res   pt2pt.Result
+
+	user     pt2pt.Mem      // the caller's receive buffer
+	landing  unsafe.Pointer // where the transport delivers (descriptor source)
+	stage    staging        // pinned staging (staged send, device receive)
+	stageLen int
+	small    *small // ack (IPC send), bounce (short host receive), stashed descriptor
+	saved    *small // host receive: the bytes a short IPC message must leave intact
+
+	inActive bool // on t.active; guarded by t.mu
+	pidx     int  // index in t.posted, -1 when not there; guarded by t.mu
+	tracked  bool // posted on t.posted (set before it is shared)
+	ds       *devState
+	ev       cudadrv.Event
+	mapping  *mapping
+	ackTo    int
+	ackID    uint32
+}
+
+var opPool = sync.Pool{New: func() any { return new(op) }}
+
+func (t *Transport) newOp(k opKind) *op {
+	o := opPool.Get().(*op)
+	o.t, o.kind, o.pidx = t, k, -1
+	return o
+}
+
+// putOp recycles o once it is done and released.
+func (t *Transport) putOp(o *op) {
+	t.smalls.put(o.small)
+	t.smalls.put(o.saved)
+	t.staging.put(o.stage)
+	if o.inner != nil {
+		o.inner.Release()
+	}
+	o.t, o.inner, o.small, o.saved, o.stage = nil, nil, nil, nil, staging{}
+	o.user, o.landing, o.res, o.ds, o.mapping, o.ev = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, 0
+	o.inActive, o.stageLen, o.tracked = false, 0, false
+	o.state.Store(stPosted)
+	o.flags.Store(0)
+	opPool.Put(o)
+}
+
+// Done reports completion; when the transport operation has completed it
+// finishes the op (host data at once; device work is started and left to
+// Progress).
+func (o *op) Done() bool {
+	switch o.state.Load() {
+	case stDone:
+		return true
+	case stPosted:
+		if o.inner.Done() && o.state.CompareAndSwap(stPosted, stBusy) {
+			t := o.t
+			if o.tracked || o.needsLock() {
+				t.mu.Lock()
+				t.unpostLocked(o)
+				t.completeLocked(o)
+				t.mu.Unlock()
+			} else {
+				t.completeLocked(o)
+			}
+			if o.state.Load() == stDone {
+				o.markDone()
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// needsLock: finishing o touches t's shared state (device streams, the
+// IPC cache, the active list): device receives and IPC messages.
+func (o *op) needsLock() bool {
+	return o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
+}
+
+func (o *op) Result() pt2pt.Result { return o.res }
+
+// Cancel cancels a receive still waiting for its message.
+func (o *op) Cancel() {
+	if o.kind == kindRecv && o.state.Load() == stPosted {
+		o.inner.Cancel()
+	}
+}
+
+// Release gives o back; an op not done yet is finished by Progress.
+func (o *op) Release() {
+	if o.flags.Or(flagReleased)&flagDone != 0 {
+		o.t.putOp(o)
+		return
+	}
+	t := o.t
+	t.mu.Lock()
+	if !o.inActive && o.pidx < 0 && o.state.Load() == stPosted {
+		o.inActive = true
+		t.active = append(t.active, o)
+		t.nwork.Add(1)
+	}
+	t.mu.Unlock()
+}
+
+// markDone publishes completion to Release (o.state is stDone).
+func (o *op) markDone() {
+	if o.flags.Or(flagDone)&flagReleased != 0 {
+		o.t.putOp(o)
+	}
+}
+
+// finish ends o with o.res. The caller then calls markDone (advance does
+// for ops on the active list).
+func (t *Transport) finish(o *op) {
+	t.smalls.put(o.small)
+	t.smalls.put(o.saved)
+	t.staging.put(o.stage)
+	o.small, o.saved, o.stage = nil, nil, staging{}
+	o.state.Store(stDone)
+}
+
+// addActiveLocked puts o on the active list. t.mu held.
+func (t *Transport) addActiveLocked(o *op) {
+	if !o.inActive {
+		o.inActive = true
+		t.active = append(t.active, o)
+		t.nwork.Add(1)
+	}
+}
+
+// completeLocked finishes o after its transport operation completed (t.mu
+// held when o.needsLock()).
+func (t *Transport) completeLocked(o *op) {
+	r := o.inner.Result()
+	o.inner.Release()
+	o.inner = nil
+	switch o.kind {
+	case kindSend:
+		o.res = r
+		t.finish(o)
+	case kindIPCSend:
+		o.res = pt2pt.Result{Err: r.Err}
+		switch {
+		case r.Err != nil:
+		case r.Cancelled:
+			o.res.Err = errors.New("gpu: IPC send abandoned")
+		case o.small.b[0] == ackFailed:
+			o.res.Err = errors.New("gpu: the receiver could not pull the IPC message (see its error)")
+		}
+		t.finish(o)
+	default:
+		t.completeRecvLocked(o, r)
+	}
+}
+
+func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
+	if r.Cancelled || r.Err != nil {
+		o.res = r
+		t.finish(o)
+		return
+	}
+	if r.Tag&pt2pt.DescriptorBit != 0 {
+		t.startPullLocked(o, r)
+		return
+	}
+	o.res = r
+	switch {
+	case o.stage.p != nil: // device receive of staged data
+		switch {
+		case r.Truncated || r.Len > o.user.Len:
+			o.res.Truncated = true
+		case r.Len > 0:
+			if err := t.copyLocked(o, o.user.Device, func(ds *devState) error {
+				return ds.dev.MemcpyHtoDAsync(devPtr(o.user.Ptr), o.stage.p, r.Len, ds.stream)
+			}); err != nil {
+				o.res.Err = err
+				break
+			}
+			return
+		}
+	case o.small != nil: // bounce of a short host receive
+		n := min(r.Len, o.user.Len, descSize)
+		if n > 0 {
+			copy(unsafe.Slice((*byte)(o.user.Ptr), n), o.small.b[:n])
+		}
+		if r.Len > o.user.Len {
+			o.res.Truncated = true
+		}
+	}
+	t.finish(o)
+}
+
+// copyLocked starts a device copy for o on ordinal's stream (-1: the host
+// device) and records an event that Progress polls.
+func (t *Transport) copyLocked(o *op, ordinal int, start func(*devState) error) error {
+	var ds *devState
+	var err error
+	if ordinal < 0 {
+		ds, err = t.hostDeviceLocked()
+	} else {
+		ds, err = t.deviceLocked(ordinal)
+	}
+	if err != nil {
+		return err
+	}
+	if err := start(ds); err != nil {
+		return err
+	}
+	ev, err := ds.event()
+	if err == nil {
+		if err = ds.dev.EventRecord(ev, ds.stream); err != nil {
+			ds.dev.EventDestroy(ev)
+		}
+	}
+	if err != nil {
+		// The copy is queued but cannot be tracked: wait for it here.
+		if serr := ds.dev.StreamSynchronize(ds.stream); serr != nil {
+			return serr
+		}
+		return err
+	}
+	o.ds, o.ev = ds, ev
+	o.state.Store(stCopy)
+	t.addActiveLocked(o)
+	return nil
+}
+
+// startPullLocked handles a descriptor that o received: pull the data
+// from the sender's mapped allocation, or report truncation; either way
+// the sender gets its ack.
+func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
+	tag := r.Tag &^ pt2pt.DescriptorBit
+	var d descriptor
+	err := errDescriptor
+	if r.Len == descSize && !r.Truncated {
+		err = d.decode(unsafe.Slice((*byte)(o.landing), descSize))
+	}
+	o.res = pt2pt.Result{Tag: tag, Len: d.size}
+	// The data no longer needs the landing area: give back staging now.
+	t.staging.put(o.stage)
+	o.stage = staging{}
+	if err != nil {
+		o.res.Err = err
+		t.finish(o)
+		return
+	}
+	if o.saved != nil {
+		// The descriptor overwrote the first descSize bytes of the host
+		// buffer; put back those the message does not cover.
+		keep := min(d.size, descSize)
+		if d.size > o.user.Len {
+			keep = 0
+		}
+		copy(unsafe.Slice((*byte)(o.user.Ptr), descSize)[keep:], o.saved.b[keep:])
+	}
+	if d.size > o.user.Len {
+		o.res.Truncated = true
+		t.sendAckLocked(d.src, d.ack, ackTruncated)
+		t.finish(o)
+		return
+	}
+	if d.size == 0 {
+		t.sendAckLocked(d.src, d.ack, ackOK)
+		t.finish(o)
+		return
+	}
+	ordinal := -1
+	if o.user.Kind == pt2pt.Device {
+		ordinal = o.user.Device
+	}
+	var m *mapping
+	err = t.copyLocked(o, ordinal, func(ds *devState) error {
+		var err error
+		if m, err = t.cache.acquire(ds.dev, &d); err != nil {
+			return err
+		}
+		src := m.ptr + cudadrv.DevicePtr(d.offset)
+		if o.user.Kind == pt2pt.Device {
+			err = ds.dev.MemcpyDtoDAsync(devPtr(o.user.Ptr), src, d.size, ds.stream)
+		} else {
+			err = ds.dev.MemcpyDtoHAsync(o.user.Ptr, src, d.size, ds.stream)
+		}
+		if err != nil {
+			t.cache.release(m)
+			m = nil
+		}
+		return err
+	})
+	if err != nil {
+		if m != nil {
+			t.cache.release(m)
+		}
+		o.res.Err = err
+		t.sendAckLocked(d.src, d.ack, ackFailed)
+		t.finish(o)
+		return
+	}
+	o.mapping, o.ackTo, o.ackID = m, d.src, d.ack
+}
+
+// stepLocked advances o, an op on the active list; it reports progress.
+func (t *Transport) stepLocked(o *op) bool {
+	switch o.state.Load() {
+	case stPosted: // released before completion
+		if o.inner.Done() && o.state.CompareAndSwap(stPosted, stBusy) {
+			t.completeLocked(o)
+			return true
+		}
+	case stCopy:
+		done, err := o.ds.dev.EventQuery(o.ev)
+		if !done && err == nil {
+			return false
+		}
+		if err != nil {
+			o.ds.dev.EventDestroy(o.ev)
+			o.res.Err = err
+		} else {
+			o.ds.events = append(o.ds.events, o.ev)
+		}
+		o.ev = 0
+		if o.mapping != nil {
+			t.cache.release(o.mapping)
+			o.mapping = nil
+			status := ackOK
+			if err != nil {
+				status = ackFailed
+			}
+			t.sendAckLocked(o.ackTo, o.ackID, status)
+		}
+		t.finish(o)
+		return true
+	}
+	return false
+}
+
+// sendAckLocked is sendAck with t.mu held.
+func (t *Transport) sendAckLocked(src int, id uint32, status byte) {
+	s := t.smalls.get()
+	s.b[0] = status
+	op, err := t.inner.Isend(src, pt2pt.Mem{Ptr: s.mem(1), Len: 1}, pt2pt.InternalTag(t.Rank(), id), false)
+	if err != nil {
+		t.smalls.put(s)
+		return
+	}
+	if op.Done() {
+		op.Release()
+		t.smalls.put(s)
+		return
+	}
+	t.bg = append(t.bg, bgItem{op: op, small: s})
+	t.nwork.Add(1)
+}

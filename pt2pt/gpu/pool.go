@@ -1,0 +1,146 @@
+package gpu
+
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+)
+
+// small is a fixed buffer in Go memory, pinned for its lifetime so that a
+// transport may keep its address across calls (cgo): descriptors, acks,
+// bounce buffers of short receives, saved bytes of host receives.
+type small struct {
+	b   [descSize]byte
+	pin runtime.Pinner
+}
+
+func (s *small) mem(n int) unsafe.Pointer { return unsafe.Pointer(&s.b[0]) }
+
+// smallPool recycles smalls. Not a sync.Pool: a pinned object must be
+// unpinned before it is dropped.
+type smallPool struct {
+	mu   sync.Mutex
+	free []*small
+}
+
+const maxFreeSmall = 4096
+
+func (p *smallPool) get() *small {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		s := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return s
+	}
+	p.mu.Unlock()
+	s := new(small)
+	s.pin.Pin(s)
+	return s
+}
+
+func (p *smallPool) put(s *small) {
+	if s == nil {
+		return
+	}
+	p.mu.Lock()
+	if len(p.free) < maxFreeSmall {
+		p.free = append(p.free, s)
+		s = nil
+	}
+	p.mu.Unlock()
+	if s != nil {
+		s.pin.Unpin()
+	}
+}
+
+func (p *smallPool) drain() {
+	p.mu.Lock()
+	free := p.free
+	p.free = nil
+	p.mu.Unlock()
+	for _, s := range free {
+		s.pin.Unpin()
+	}
+}
+
+// staging is a pinned host buffer (cuMemHostAlloc: portable, so any
+// device's copies may use it).
+type staging struct {
+	p    unsafe.Pointer
+	size int // capacity (a size class)
+	dev  cudadrv.Device
+}
+
+func (s staging) bytes(n int) []byte { return unsafe.Slice((*byte)(s.p), n) }
+
+// stagingPool recycles pinned buffers by power-of-two size class: pinned
+// allocation costs milliseconds for large sizes. It keeps at most limit
+// bytes of idle buffers.
+type stagingPool struct {
+	mu    sync.Mutex
+	free  map[int][]staging
+	idle  int64
+	limit int64
+}
+
+const minStaging = 4096
+
+func sizeClass(n int) int {
+	if n <= minStaging {
+		return minStaging
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+func (p *stagingPool) get(dev cudadrv.Device, n int) (staging, error) {
+	c := sizeClass(n)
+	p.mu.Lock()
+	if l := p.free[c]; len(l) > 0 {
+		s := l[len(l)-1]
+		p.free[c] = l[:len(l)-1]
+		p.idle -= int64(c)
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	ptr, err := dev.HostAlloc(c)
+	if err != nil {
+		return staging{}, err
+	}
+	return staging{p: ptr, size: c, dev: dev}, nil
+}
+
+func (p *stagingPool) put(s staging) {
+	if s.p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.idle+int64(s.size) <= p.limit {
+		if p.free == nil {
+			p.free = map[int][]staging{}
+		}
+		p.free[s.size] = append(p.free[s.size], s)
+		p.idle += int64(s.size)
+		s.p = nil
+	}
+	p.mu.Unlock()
+	if s.p != nil {
+		s.dev.HostFree(s.p)
+	}
+}
+
+func (p *stagingPool) drain() {
+	p.mu.Lock()
+	free := p.free
+	p.free, p.idle = nil, 0
+	p.mu.Unlock()
+	for _, l := range free {
+		for _, s := range l {
+			s.dev.HostFree(s.p)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Path is how one message moves.
+type Path uint8
+
+// Paths (DESIGN.md §6). PathHost is a host buffer: the wrapped transport
+// carries it unchanged.
+const (
+	PathHost Path = iota
+	PathUCX
+	PathIPC
+	PathStaged
+)
+
+func (p Path) String() string {
+	switch p {
+	case PathHost:
+		return "host"
+	case PathUCX:
+		return "ucx"
+	case PathIPC:
+		return "ipc"
+	case PathStaged:
+		return "staged"
+	}
+	return fmt.Sprintf("Path(%d)", uint8(p))
+}
+
+// Mode is GOMPIX_GPU_PATH: let Select choose, or force a path.
+type Mode string
+
+// Modes.
+const (
+	ModeAuto   Mode = "auto"
+	ModeIPC    Mode = "ipc"
+	ModeStaged Mode = "staged"
+)
+
+var (
+	cfgPath = config.NewString("GOMPIX_GPU_PATH", string(ModeAuto),
+		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ipc or staged to force one")
+	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
+		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
+	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
+		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why)")
+)
+
+// FromEnv returns c with Mode, IPCThreshold and DebugPath set from
+// GOMPIX_GPU_PATH, GOMPIX_IPC_THRESHOLD and GOMPIX_DEBUG.
+func FromEnv(c Config) (Config, error) {
+	switch m := Mode(strings.ToLower(cfgPath.Get())); m {
+	case ModeAuto, ModeIPC, ModeStaged:
+		c.Mode = m
+	default:
+		return c, fmt.Errorf("config: GOMPIX_GPU_PATH=%q: want auto, ipc or staged", cfgPath.Get())
+	}
+	thr, err := cfgThreshold.Get()
+	if err != nil {
+		return c, err
+	}
+	if thr < 0 {
+		return c, fmt.Errorf("config: GOMPIX_IPC_THRESHOLD=%d is negative", thr)
+	}
+	c.IPCThreshold = thr
+	for _, s := range strings.Split(cfgDebug.Get(), ",") {
+		if strings.TrimSpace(s) == "path" {
+			c.DebugPath = true
+		}
+	}
+	return c, nil
+}
+
+// Message is what Select decides on.
+type Message struct {
+	Kind            pt2pt.MemKind
+	Len             int
+	SameNode        bool // the peer is on this node
+	TransportDevice bool // the wrapped transport moves device memory (UCX with CUDA)
+	Mode            Mode
+	Threshold       int // GOMPIX_IPC_THRESHOLD
+}
+
+// Select picks the path of one send and says why. It is the only place
+// that decides; the receiving side follows what arrives.
+func Select(m Message) (Path, string) {
+	if m.Kind != pt2pt.Device {
+		return PathHost, "host buffer"
+	}
+	switch m.Mode {
+	case ModeStaged:
+		return PathStaged, "forced by GOMPIX_GPU_PATH=staged"
+	case ModeIPC:
+		switch {
+		case !m.SameNode:
+			return PathStaged, "GOMPIX_GPU_PATH=ipc, but the peer is on another node"
+		case m.Len == 0:
+			return PathStaged, "empty message (nothing to map)"
+		}
+		return PathIPC, "forced by GOMPIX_GPU_PATH=ipc"
+	}
+	switch {
+	case m.TransportDevice:
+		return PathUCX, "UCX reports CUDA memory support"
+	case !m.SameNode:
+		return PathStaged, "peer on another node"
+	case m.Len == 0:
+		return PathStaged, "empty message (nothing to map)"
+	case m.Len < m.Threshold:
+		return PathStaged, fmt.Sprintf("%d B below GOMPIX_IPC_THRESHOLD=%d", m.Len, m.Threshold)
+	}
+	return PathIPC, "peer on this node (CUDA IPC)"
+}
+
+// ipcMin is the smallest message a sender with this configuration sends by
+// IPC (math.MaxInt: never), which receivers use to size staging buffers.
+func ipcMin(mode Mode, threshold int, transportDevice bool) int {
+	switch {
+	case mode == ModeStaged:
+		return math.MaxInt
+	case mode == ModeIPC:
+		return 1
+	case transportDevice:
+		return math.MaxInt
+	}
+	return max(threshold, 1)
+}

@@ -1,0 +1,637 @@
+package gpu
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Config configures a Transport.
+type Config struct {
+	// Device returns this process's Device of an ordinal, opening the
+	// driver on first use (mpi shares its lazily opened driver here). It is
+	// called only for device buffers and for IPC messages arriving in host
+	// buffers, so host-only traffic never opens the driver.
+	Device func(ordinal int) (cudadrv.Device, error)
+	// HostDevice is the device whose context pulls IPC messages into host
+	// buffers (mpi: the current device).
+	HostDevice func() (cudadrv.Device, error)
+	// SameNode reports whether a world rank shares this process's node
+	// (nil: every rank does, as with the local-only launcher).
+	SameNode func(worldRank int) bool
+
+	Mode         Mode // default ModeAuto
+	IPCThreshold int  // see GOMPIX_IPC_THRESHOLD
+	// DebugPath logs each (peer, path) choice once, with its reason, to
+	// Log (default os.Stderr).
+	DebugPath bool
+	Log       io.Writer
+	// CacheSize bounds the idle IPC mappings kept open (default 64).
+	CacheSize int
+	// StagingCache bounds the idle pinned staging memory kept (default
+	// 1 GiB).
+	StagingCache int64
+}
+
+// Transport is the decorator. See the package comment.
+type Transport struct {
+	inner    pt2pt.Transport
+	cfg      Config
+	ucxDev   bool
+	allLocal bool
+	ipcMin   int // smallest message senders of this job send by IPC
+	saveHost bool
+	fp       pt2pt.FocusedProgresser
+	br       pt2pt.BlockingReceiver
+
+	// mu guards posted, active, bg, stash, cache, exports and devs.
+	mu sync.Mutex
+	// posted are the receives that may get a descriptor, still waiting
+	// for their transport operation: Progress finishes them even when
+	// their owner does not look, because a sender waits for the ack.
+	posted  []*op
+	active  []*op // operations with device work or a released receive to finish
+	bg      []bgItem
+	nwork   atomic.Int32 // len(active) + len(bg), read without mu
+	nposted atomic.Int32
+	stash   []stashed
+	nstash  atomic.Int32
+	cache   ipcCache
+	exports map[uint64]cudadrv.IpcMemHandle // by buffer id (this process's allocations)
+	devs    map[int]*devState
+
+	smalls  smallPool
+	staging stagingPool
+	nextAck atomic.Uint32
+	seen    sync.Map // [2]int{peer, path}: logged
+	closed  atomic.Bool
+}
+
+// devState is what the transport keeps per device: one non-blocking
+// stream for its copies and a free list of events.
+type devState struct {
+	dev    cudadrv.Device
+	stream cudadrv.Stream
+	events []cudadrv.Event
+}
+
+// bgItem is a transport op nobody waits for (a descriptor or ack send, a
+// freed staged send) and the buffers it holds until done.
+type bgItem struct {
+	op    pt2pt.Op
+	small *small
+	stage staging
+}
+
+// stashed is a descriptor Iprobe took off the transport to learn the
+// message's size; receives match the stash before the transport.
+type stashed struct {
+	tag   uint64
+	size  int
+	small *small
+}
+
+var (
+	_ pt2pt.Transport             = (*Transport)(nil)
+	_ pt2pt.DeviceMemoryTransport = (*Transport)(nil)
+	_ pt2pt.FocusedProgresser     = (*Transport)(nil)
+	_ pt2pt.BlockingReceiver      = (*Transport)(nil)
+)
+
+// New wraps inner.
+func New(inner pt2pt.Transport, cfg Config) *Transport {
+	if cfg.Mode == "" {
+		cfg.Mode = ModeAuto
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = 64
+	}
+	if cfg.StagingCache <= 0 {
+		cfg.StagingCache = 1 << 30
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	t := &Transport{inner: inner, cfg: cfg, allLocal: true, devs: map[int]*devState{}}
+	if d, ok := inner.(pt2pt.DeviceMemoryTransport); ok {
+		t.ucxDev = d.DeviceMemory()
+	}
+	t.fp, _ = inner.(pt2pt.FocusedProgresser)
+	t.br, _ = inner.(pt2pt.BlockingReceiver)
+	if cfg.SameNode != nil {
+		for r := 0; r < inner.Size(); r++ {
+			t.allLocal = t.allLocal && cfg.SameNode(r)
+		}
+	}
+	t.ipcMin = ipcMin(cfg.Mode, cfg.IPCThreshold, t.ucxDev)
+	t.saveHost = t.ipcMin < descSize
+	t.cache.limit = cfg.CacheSize
+	t.staging.limit = cfg.StagingCache
+	return t
+}
+
+// Inner is the wrapped transport.
+func (t *Transport) Inner() pt2pt.Transport { return t.inner }
+
+// DeviceMemory is true: the decorator moves device buffers.
+func (t *Transport) DeviceMemory() bool { return true }
+
+func (t *Transport) Rank() int { return t.inner.Rank() }
+func (t *Transport) Size() int { return t.inner.Size() }
+
+func (t *Transport) sameNode(r int) bool { return t.cfg.SameNode == nil || t.cfg.SameNode(r) }
+
+// choose runs Select for a send to dest and logs new choices when asked.
+func (t *Transport) choose(dest int, m pt2pt.Mem) Path {
+	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: t.sameNode(dest),
+		TransportDevice: t.ucxDev, Mode: t.cfg.Mode, Threshold: t.cfg.IPCThreshold})
+	if t.cfg.DebugPath {
+		if _, dup := t.seen.LoadOrStore([2]int{dest, int(p)}, true); !dup {
+			fmt.Fprintf(t.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", t.Rank(), dest, p, why)
+		}
+	}
+	return p
+}
+
+// bufferError is a device buffer gompix cannot use (pt2pt.ErrBuffer).
+func bufferError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", pt2pt.ErrBuffer, fmt.Sprintf(format, args...))
+}
+
+func devPtr(p unsafe.Pointer) cudadrv.DevicePtr { return cudadrv.DevicePtr(uintptr(p)) }
+
+// device returns the state of ordinal, creating its stream on first use.
+// t.mu held.
+func (t *Transport) deviceLocked(ordinal int) (*devState, error) {
+	if ds := t.devs[ordinal]; ds != nil {
+		return ds, nil
+	}
+	if t.cfg.Device == nil {
+		return nil, fmt.Errorf("gpu: no CUDA driver configured: %w", cudadrv.ErrNoDriver)
+	}
+	dev, err := t.cfg.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	s, err := dev.StreamCreate()
+	if err != nil {
+		return nil, err
+	}
+	ds := &devState{dev: dev, stream: s}
+	t.devs[ordinal] = ds
+	return ds, nil
+}
+
+func (t *Transport) hostDeviceLocked() (*devState, error) {
+	if t.cfg.HostDevice == nil {
+		return t.deviceLocked(0)
+	}
+	d, err := t.cfg.HostDevice()
+	if err != nil {
+		return nil, err
+	}
+	return t.deviceLocked(d.Ordinal())
+}
+
+func (ds *devState) event() (cudadrv.Event, error) {
+	if n := len(ds.events); n > 0 {
+		e := ds.events[n-1]
+		ds.events = ds.events[:n-1]
+		return e, nil
+	}
+	return ds.dev.EventCreate(false)
+}
+
+// --- sends ---------------------------------------------------------------
+
+// Isend sends host buffers straight through and device buffers by the
+// selected path.
+func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
+	if m.Kind != pt2pt.Device {
+		return t.inner.Isend(dest, m, tag, sync)
+	}
+	switch t.choose(dest, m) {
+	case PathUCX:
+		return t.inner.Isend(dest, m, tag, sync)
+	case PathIPC:
+		return t.ipcSend(dest, m, tag, sync)
+	}
+	return t.stagedSend(dest, m, tag, sync)
+}
+
+// checkDevice validates a device buffer against the driver's view of it:
+// device memory of this process, m.Len bytes inside one allocation.
+func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
+	p := devPtr(m.Ptr)
+	info, err := dev.PointerInfo(p)
+	if err != nil {
+		return info, err
+	}
+	if info.Type != cudadrv.MemoryDevice {
+		return info, bufferError("%#x is not device memory of this process (%v)", p, info.Type)
+	}
+	if info.Size > 0 && (p < info.Base || int(p-info.Base) > info.Size-m.Len) {
+		return info, bufferError("%d bytes at %#x overrun the %d-byte allocation at %#x", m.Len, p, info.Size, info.Base)
+	}
+	return info, nil
+}
+
+// stagedSend copies the device buffer into pinned staging memory and sends
+// that. The copy is synchronous, in the caller: the send is posted to the
+// transport before Isend returns, which keeps MPI's order among a
+// sender's messages without a queue.
+func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
+	if m.Len == 0 {
+		return t.inner.Isend(dest, pt2pt.Mem{}, tag, sync)
+	}
+	t.mu.Lock()
+	ds, err := t.deviceLocked(m.Device)
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkDevice(ds.dev, m); err != nil {
+		return nil, err
+	}
+	st, err := t.staging.get(ds.dev, m.Len)
+	if err != nil {
+		return nil, err
+	}
+	if err := ds.dev.MemcpyDtoH(st.bytes(m.Len), devPtr(m.Ptr)); err != nil {
+		t.staging.put(st)
+		return nil, err
+	}
+	in, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: st.p, Len: m.Len}, tag, sync)
+	if err != nil {
+		t.staging.put(st)
+		return nil, err
+	}
+	o := t.newOp(kindSend)
+	o.inner, o.stage = in, st
+	return o, nil
+}
+
+// ipcSend sends a descriptor of the buffer; the receiver pulls the data
+// and acks, which completes the send (also a synchronous one: the ack
+// means the receive matched).
+func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op, error) {
+	t.mu.Lock()
+	ds, err := t.deviceLocked(m.Device)
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	info, err := checkDevice(ds.dev, m)
+	if err != nil {
+		return nil, err
+	}
+	d := descriptor{src: t.Rank(), size: m.Len, offset: int(devPtr(m.Ptr) - info.Base),
+		bufferID: info.BufferID, base: uint64(info.Base), allocSize: info.Size}
+	t.mu.Lock()
+	h, ok := t.exports[info.BufferID]
+	t.mu.Unlock()
+	if !ok {
+		if h, err = ds.dev.IpcGetMemHandle(info.Base); err != nil {
+			return nil, fmt.Errorf("exporting device buffer %#x: %w", info.Base, err)
+		}
+		t.mu.Lock()
+		if t.exports == nil || len(t.exports) >= 1024 {
+			t.exports = map[uint64]cudadrv.IpcMemHandle{}
+		}
+		t.exports[info.BufferID] = h
+		t.mu.Unlock()
+	}
+	d.handle = h
+	d.ack = t.nextAck.Add(1) & pt2pt.MaxTag
+	ack := t.smalls.get()
+	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: ack.mem(1), Len: 1}, pt2pt.InternalTag(dest, d.ack), pt2pt.InternalMask)
+	if err != nil {
+		t.smalls.put(ack)
+		return nil, err
+	}
+	ds2 := t.smalls.get()
+	d.encode(ds2.b[:])
+	sop, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: ds2.mem(descSize), Len: descSize}, tag|pt2pt.DescriptorBit, false)
+	if err != nil {
+		in.Cancel()
+		t.background(bgItem{op: in, small: ack})
+		t.smalls.put(ds2)
+		return nil, err
+	}
+	t.background(bgItem{op: sop, small: ds2})
+	o := t.newOp(kindIPCSend)
+	o.inner, o.small = in, ack
+	return o, nil
+}
+
+// background hands op (and its buffers) to Progress to release when done.
+func (t *Transport) background(b bgItem) {
+	if b.op == nil || b.op.Done() {
+		if b.op != nil {
+			b.op.Release()
+		}
+		t.smalls.put(b.small)
+		t.staging.put(b.stage)
+		return
+	}
+	t.mu.Lock()
+	t.bg = append(t.bg, b)
+	t.nwork.Add(1)
+	t.mu.Unlock()
+}
+
+// --- receives --------------------------------------------------------------
+
+// Irecv posts a receive that matches data and descriptors alike.
+func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
+	return t.irecv(m, tag, mask, false)
+}
+
+// RecvWait is Irecv through the wrapped transport's blocking receive when
+// it has one (pt2pt.BlockingReceiver).
+func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
+	return t.irecv(m, tag, mask, t.br != nil)
+}
+
+func (t *Transport) post(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.Op, error) {
+	if blocking {
+		return t.br.RecvWait(m, tag, mask)
+	}
+	return t.inner.Irecv(m, tag, mask)
+}
+
+func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.Op, error) {
+	mask &^= pt2pt.DescriptorBit
+	tag &= mask
+	if t.nstash.Load() > 0 {
+		if s, ok := t.takeStash(tag, mask); ok {
+			o := t.newOp(kindRecv)
+			o.user, o.small, o.landing = m, s.small, s.small.mem(descSize)
+			o.inner = doneOp{pt2pt.Result{Tag: s.tag, Len: descSize}}
+			return o, nil
+		}
+	}
+	if t.ipcMin == math.MaxInt && (m.Kind == pt2pt.Host || t.ucxDev) {
+		// Nobody sends descriptors, and the transport moves this buffer
+		// itself: nothing to add.
+		return t.post(m, tag, mask, blocking)
+	}
+	o := t.newOp(kindRecv)
+	o.user = m
+	var err error
+	switch {
+	case m.Kind == pt2pt.Device:
+		// Host senders send data of any size, so the staging buffer must
+		// hold the whole message even where device senders would send a
+		// descriptor. (A rendezvous for large staged messages, which the
+		// pipelined protocol brings, will let IPC receives skip it.)
+		n := max(m.Len, descSize)
+		t.mu.Lock()
+		ds, derr := t.deviceLocked(m.Device)
+		t.mu.Unlock()
+		if derr != nil {
+			t.putOp(o)
+			return nil, derr
+		}
+		if o.stage, err = t.staging.get(ds.dev, n); err != nil {
+			t.putOp(o)
+			return nil, err
+		}
+		o.stageLen, o.landing = n, o.stage.p
+		o.inner, err = t.post(pt2pt.Mem{Ptr: o.stage.p, Len: n}, tag, mask, blocking)
+	case m.Len < descSize:
+		o.small = t.smalls.get()
+		o.landing = o.small.mem(descSize)
+		o.inner, err = t.post(pt2pt.Mem{Ptr: o.landing, Len: descSize}, tag, mask, blocking)
+	default:
+		if t.saveHost {
+			// A short IPC message lands its descriptor here: keep the
+			// bytes it does not cover.
+			o.saved = t.smalls.get()
+			copy(o.saved.b[:], unsafe.Slice((*byte)(m.Ptr), descSize))
+		}
+		o.landing = m.Ptr
+		o.inner, err = t.post(m, tag, mask, blocking)
+	}
+	if err != nil {
+		t.putOp(o)
+		return nil, err
+	}
+	if t.ipcMin < math.MaxInt {
+		o.tracked = true
+		t.mu.Lock()
+		o.pidx = len(t.posted)
+		t.posted = append(t.posted, o)
+		t.nposted.Add(1)
+		t.mu.Unlock()
+	}
+	return o, nil
+}
+
+// unpostLocked takes o off the posted list. t.mu held.
+func (t *Transport) unpostLocked(o *op) {
+	if i := o.pidx; i >= 0 {
+		last := len(t.posted) - 1
+		t.posted[i] = t.posted[last]
+		t.posted[i].pidx = i
+		t.posted[last] = nil
+		t.posted = t.posted[:last]
+		o.pidx = -1
+		t.nposted.Add(-1)
+	}
+}
+
+func (t *Transport) takeStash(tag, mask uint64) (stashed, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, s := range t.stash {
+		if s.tag&mask == tag {
+			t.stash = append(t.stash[:i], t.stash[i+1:]...)
+			t.nstash.Add(-1)
+			return s, true
+		}
+	}
+	return stashed{}, false
+}
+
+// Iprobe reports a waiting message; for an IPC message it reports the
+// size of the data, taking the descriptor off the transport into the
+// stash so as to read it.
+func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
+	mask &^= pt2pt.DescriptorBit
+	tag &= mask
+	if t.nstash.Load() > 0 {
+		t.mu.Lock()
+		for _, s := range t.stash {
+			if s.tag&mask == tag {
+				t.mu.Unlock()
+				return s.tag &^ pt2pt.DescriptorBit, s.size, true, nil
+			}
+		}
+		t.mu.Unlock()
+	}
+	mt, n, ok, err := t.inner.Iprobe(tag, mask)
+	if err != nil || !ok || mt&pt2pt.DescriptorBit == 0 {
+		return mt, n, ok, err
+	}
+	s := t.smalls.get()
+	op, err := t.inner.Irecv(pt2pt.Mem{Ptr: s.mem(descSize), Len: descSize}, mt, ^uint64(0))
+	if err != nil {
+		t.smalls.put(s)
+		return 0, 0, false, err
+	}
+	for !op.Done() {
+		// The descriptor has arrived (the probe saw it): this ends at once.
+		if !t.inner.Progress() && !op.Done() {
+			t.inner.Idle()
+		}
+	}
+	res := op.Result()
+	op.Release()
+	var d descriptor
+	if err := res.Err; err != nil || res.Cancelled {
+		t.smalls.put(s)
+		return 0, 0, false, fmt.Errorf("taking a probed IPC descriptor: %v", err)
+	}
+	if err := d.decode(s.b[:res.Len]); err != nil {
+		t.smalls.put(s)
+		return 0, 0, false, err
+	}
+	t.mu.Lock()
+	t.stash = append(t.stash, stashed{tag: mt, size: d.size, small: s})
+	t.nstash.Add(1)
+	t.mu.Unlock()
+	return mt &^ pt2pt.DescriptorBit, d.size, true, nil
+}
+
+// --- progress ----------------------------------------------------------------
+
+// Progress advances the wrapped transport and the device work in flight.
+func (t *Transport) Progress() bool {
+	p := t.inner.Progress()
+	if t.nwork.Load() > 0 || t.nposted.Load() > 0 {
+		p = t.advance() || p
+	}
+	return p
+}
+
+// ProgressFor focuses the wrapped transport on op's transport operation.
+func (t *Transport) ProgressFor(p pt2pt.Op) bool {
+	o, ok := p.(*op)
+	if !ok || t.fp == nil || o.state.Load() != stPosted {
+		return t.Progress()
+	}
+	in := o.inner
+	if in == nil {
+		return t.Progress()
+	}
+	pr := t.fp.ProgressFor(in)
+	if t.nwork.Load() > 0 || t.nposted.Load() > 0 {
+		pr = t.advance() || pr
+	}
+	return pr
+}
+
+// Idle sleeps in the wrapped transport unless device work or a background
+// send is pending, which only polling notices.
+func (t *Transport) Idle() {
+	if t.nwork.Load() > 0 {
+		return
+	}
+	t.inner.Idle()
+}
+
+// advance steps every pending operation once.
+func (t *Transport) advance() bool {
+	var finished []*op
+	progressed := false
+	t.mu.Lock()
+	for i := 0; i < len(t.posted); {
+		o := t.posted[i]
+		if o.inner.Done() && o.state.CompareAndSwap(stPosted, stBusy) {
+			t.unpostLocked(o) // moves another op to i
+			t.completeLocked(o)
+			progressed = true
+			if o.state.Load() == stDone {
+				finished = append(finished, o)
+			}
+			continue
+		}
+		i++
+	}
+	keep := t.bg[:0]
+	for _, b := range t.bg {
+		if b.op.Done() {
+			b.op.Release()
+			t.smalls.put(b.small)
+			t.staging.put(b.stage)
+			progressed = true
+			continue
+		}
+		keep = append(keep, b)
+	}
+	clear(t.bg[len(keep):])
+	t.bg = keep
+	act := t.active[:0]
+	for _, o := range t.active {
+		if t.stepLocked(o) {
+			progressed = true
+		}
+		if o.state.Load() == stDone {
+			finished = append(finished, o)
+			continue
+		}
+		act = append(act, o)
+	}
+	clear(t.active[len(act):])
+	t.active = act
+	t.nwork.Store(int32(len(t.bg) + len(t.active)))
+	t.mu.Unlock()
+	for _, o := range finished {
+		o.markDone()
+	}
+	return progressed
+}
+
+// Close closes the wrapped transport (which waits for every peer), then
+// releases device resources.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	err := t.inner.Close()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.stash {
+		t.smalls.put(s.small)
+	}
+	t.stash = nil
+	t.cache.closeAll()
+	for _, ds := range t.devs {
+		ds.dev.StreamSynchronize(ds.stream)
+		for _, e := range ds.events {
+			ds.dev.EventDestroy(e)
+		}
+		ds.dev.StreamDestroy(ds.stream)
+	}
+	t.devs = map[int]*devState{}
+	t.staging.drain()
+	t.smalls.drain()
+	return err
+}
+
+// doneOp is a transport op that completed before it was posted (a stashed
+// descriptor).
+type doneOp struct{ res pt2pt.Result }
+
+func (d doneOp) Done() bool           { return true }
+func (d doneOp) Result() pt2pt.Result { return d.res }
+func (d doneOp) Cancel()              {}
+func (d doneOp) Release()             {}
