@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
+	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 	"github.com/gompix/gompix/pt2pt/ucx"
 )
 
@@ -87,6 +89,12 @@ func start() (*state, error) {
 		// About 1 ms of yielding polls before a wait sleeps (pt2pt.Options).
 		yield = 2000
 	}
+	// Read before any resource exists, so a bad setting leaks nothing.
+	gcfg, err := gpupath.FromEnv(gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent,
+		SameNode: func(int) bool { return true }}) // gompirun starts every rank on one node today
+	if err != nil {
+		return nil, err
+	}
 	s := &state{env: env}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -106,10 +114,52 @@ func start() (*state, error) {
 		}
 		return nil, err
 	}
-	s.engine = pt2pt.NewEngine(t, pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
+	s.engine = pt2pt.NewEngine(wrapGPU(t, gcfg), pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = env.Node
 	return s, nil
+}
+
+// driverPresent reports whether this machine has an NVIDIA driver, without
+// loading libcuda (a stat of the driver's device node): a machine without
+// one keeps the bare transport. A variable for tests.
+var driverPresent = func() bool {
+	for _, p := range []string{"/dev/nvidiactl", "/proc/driver/nvidia/version"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// wrapGPU puts the GPU path decorator (pt2pt/gpu) over t where a CUDA
+// driver may be present. The driver itself is opened only when a device
+// buffer (or an IPC message from a peer) first needs it, through the same
+// lazily opened driver as AllocDevice (gpuDevice), so host-only programs
+// never load it.
+func wrapGPU(t pt2pt.Transport, cfg gpupath.Config) pt2pt.Transport {
+	if !driverPresent() {
+		return t
+	}
+	return gpupath.New(t, cfg)
+}
+
+// gpuDevice is ordinal's Device, opening the driver on first use.
+func gpuDevice(ordinal int) (cudadrv.Device, error) {
+	gpu.mu.Lock()
+	defer gpu.mu.Unlock()
+	if _, err := gpu.driverLocked(); err != nil {
+		return nil, err
+	}
+	return gpu.deviceLocked(ordinal)
+}
+
+// gpuCurrent is the current device (CurrentDevice's).
+func gpuCurrent() (cudadrv.Device, error) {
+	gpu.mu.Lock()
+	defer gpu.mu.Unlock()
+	_, d, err := gpu.currentLocked()
+	return d, err
 }
 
 // Finalize ends MPI: it waits until every rank has finalized its

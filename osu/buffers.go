@@ -68,7 +68,65 @@ func newHostBuffer[T number](n int) benchBuffer { return &hostBuffer[T]{s: make(
 // device buffer and whose Fill/Check copy through host memory. Nil means
 // no device support, and runs asking for device buffers fail with
 // ErrDeviceUnsupported before they print anything.
-var deviceAllocator func(d Datatype, n int) (benchBuffer, error)
+var deviceAllocator func(d Datatype, n int) (benchBuffer, error) = allocDevice
+
+// allocDevice is the deviceAllocator over mpi.AllocDevice (the current
+// device: the launcher's binding).
+func allocDevice(d Datatype, n int) (benchBuffer, error) {
+	switch d {
+	case Int:
+		return newDeviceBuffer[int32](n)
+	case Float:
+		return newDeviceBuffer[float32](n)
+	default:
+		return newDeviceBuffer[int8](n)
+	}
+}
+
+// deviceBuffer is a benchBuffer in device memory; Fill and Check copy
+// through the host (outside the timed loops).
+type deviceBuffer[T number] struct{ b *mpi.DeviceBuffer[T] }
+
+func newDeviceBuffer[T number](n int) (benchBuffer, error) {
+	b, err := mpi.AllocDevice[T](n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDeviceUnsupported, err)
+	}
+	return &deviceBuffer[T]{b: b}, nil
+}
+
+func (d *deviceBuffer[T]) View(n int) mpi.Buffer {
+	v, err := d.b.Slice(0, n)
+	if err != nil {
+		return d.b
+	}
+	return v
+}
+
+func (d *deviceBuffer[T]) Fill(n int, value func(int) int64) {
+	h := make([]T, d.b.Len())
+	if d.b.Len() > 0 {
+		d.b.CopyToHost(h)
+	}
+	for i := range h[:n] {
+		h[i] = convert[T](value(i))
+	}
+	d.b.CopyFromHost(h)
+}
+
+func (d *deviceBuffer[T]) Check(n int, value func(int) int64) int {
+	h := make([]T, d.b.Len())
+	if err := d.b.CopyToHost(h); err != nil {
+		return n
+	}
+	bad := 0
+	for i, v := range h[:n] {
+		if v != convert[T](value(i)) {
+			bad++
+		}
+	}
+	return bad
+}
 
 // allocBuffer allocates a benchmark buffer of n elements of d at p. Every
 // benchmark buffer is allocated here.

@@ -126,20 +126,23 @@ func (o *op) Cancel() {
 	}
 }
 
-// Release gives o back; an op not done yet is finished by Progress.
+// Release gives o back; an op not done yet is finished by Progress. It
+// makes sure something drives o before it sets the released flag: after
+// that, whoever completes o may recycle it at once.
 func (o *op) Release() {
-	if o.flags.Or(flagReleased)&flagDone != 0 {
-		o.t.putOp(o)
-		return
-	}
 	t := o.t
-	t.mu.Lock()
-	if !o.inActive && o.pidx < 0 && o.state.Load() == stPosted {
-		o.inActive = true
-		t.active = append(t.active, o)
-		t.nwork.Add(1)
+	if !o.tracked && o.state.Load() == stPosted {
+		t.mu.Lock()
+		if !o.inActive && o.state.Load() == stPosted {
+			o.inActive = true
+			t.active = append(t.active, o)
+			t.nwork.Add(1)
+		}
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
+	if o.flags.Or(flagReleased)&flagDone != 0 {
+		t.putOp(o)
+	}
 }
 
 // markDone publishes completion to Release (o.state is stDone).
@@ -171,9 +174,9 @@ func (t *Transport) addActiveLocked(o *op) {
 // completeLocked finishes o after its transport operation completed (t.mu
 // held when o.needsLock()).
 func (t *Transport) completeLocked(o *op) {
+	// o.inner stays until putOp: the owner may still be polling it
+	// (Done, ProgressFor) when Progress on another goroutine gets here.
 	r := o.inner.Result()
-	o.inner.Release()
-	o.inner = nil
 	switch o.kind {
 	case kindSend:
 		o.res = r

@@ -11,9 +11,11 @@ import (
 
 // small is a fixed buffer in Go memory, pinned for its lifetime so that a
 // transport may keep its address across calls (cgo): descriptors, acks,
-// bounce buffers of short receives, saved bytes of host receives.
+// bounce buffers of short receives, saved bytes of host receives. The
+// bytes are an allocation of their own: cgo refuses a pointer into memory
+// that holds unpinned Go pointers (the Pinner's).
 type small struct {
-	b   [descSize]byte
+	b   *[descSize]byte
 	pin runtime.Pinner
 }
 
@@ -37,8 +39,8 @@ func (p *smallPool) get() *small {
 		return s
 	}
 	p.mu.Unlock()
-	s := new(small)
-	s.pin.Pin(s)
+	s := &small{b: new([descSize]byte)}
+	s.pin.Pin(s.b)
 	return s
 }
 

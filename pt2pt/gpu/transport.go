@@ -36,7 +36,7 @@ type Config struct {
 	// CacheSize bounds the idle IPC mappings kept open (default 64).
 	CacheSize int
 	// StagingCache bounds the idle pinned staging memory kept (default
-	// 1 GiB).
+	// 4 GiB).
 	StagingCache int64
 }
 
@@ -114,7 +114,7 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 		cfg.CacheSize = 64
 	}
 	if cfg.StagingCache <= 0 {
-		cfg.StagingCache = 1 << 30
+		cfg.StagingCache = 4 << 30
 	}
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
