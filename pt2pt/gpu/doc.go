@@ -17,6 +17,23 @@
 //     pinned host buffers (a pool), so the wire carries plain bytes and the
 //     peer need not know where they came from or go to.
 //
+// Rendezvous (GOMPIX_RNDV_THRESHOLD, default 256 KiB): a plain message
+// (a host buffer, or a device buffer on the staged path) of at least the
+// threshold is not sent eagerly: the sender sends a small "host RTS"
+// descriptor (size, exchange id) on the user's tag with the descriptor
+// bit; the receiver that matches it posts a receive for the data (into
+// the user's host buffer, or pinned staging of exactly the message's size
+// for a device buffer) and answers with a clear-to-send on
+// pt2pt.InternalContext; the data follows there. Plain data is therefore
+// always shorter than the threshold, so a device receive lands in pinned
+// memory of at most max(descriptor, threshold-1) bytes whatever its size:
+// large device receives that get an IPC descriptor pin almost nothing.
+// On truncation the clear-to-send says so and nothing is sent. The
+// decorator must run on every rank of the job with the same threshold
+// (mpi installs it on every rank of a machine with an NVIDIA driver; all
+// ranks are on one node today): a bare transport would neither answer a
+// rendezvous nor respect the landing bound.
+//
 // Receives mask the descriptor bit out, so data and descriptors from one
 // sender match in one order; a receive whose buffer is smaller than a
 // descriptor goes through a bounce buffer, and a host receive large enough

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -578,5 +579,348 @@ func TestBadDeviceBuffer(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// rndvSizes straddle the tests' rendezvous threshold (4 KiB).
+var rndvSizes = []int{0, 1, descSize, 4095, 4096, 4097, 65536 + 3}
+
+const testRndv = 4096
+
+// TestRendezvous: every kind pair and path with messages below, at and
+// above the rendezvous threshold, in every send/receive style.
+func TestRendezvous(t *testing.T) {
+	for _, mode := range modes {
+		for name, kk := range kinds {
+			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
+					for _, n := range rndvSizes {
+						for si, style := range styles {
+							if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
+								return fmt.Errorf("%s %d B: %w", style, n, err)
+							}
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestRendezvousTruncation: a rendezvous message larger than the receive
+// buffer (host or device, larger or smaller than a descriptor) fails with
+// ErrTruncate and the real size, leaves the host buffer untouched, and the
+// sender completes; the next message still arrives whole.
+func TestRendezvousTruncation(t *testing.T) {
+	for _, mode := range modes {
+		for name, kk := range kinds {
+			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
+					for _, c := range [][2]int{{8192, 5000}, {8192, 100}, {testRndv, testRndv - 1}, {1 << 20, 0}} {
+						n, have := c[0], c[1]
+						if k.r == 0 {
+							for i, ssend := range []bool{true, false} {
+								b := k.alloc(t, kk[0], n)
+								b.fill(n + i)
+								err := k.c.Send(b.m, 1, 3, ssend)
+								b.free()
+								if err != nil {
+									return err
+								}
+							}
+							continue
+						}
+						b := k.alloc(t, kk[1], have)
+						st, err := k.c.Recv(b.m, 0, 3)
+						if !errors.Is(err, pt2pt.ErrTruncate) || st.Bytes != n {
+							b.free()
+							return fmt.Errorf("%d B into %d: %v, status %+v; want ErrTruncate and the real size", n, have, err, st)
+						}
+						if kk[1] == pt2pt.Host {
+							if err := b.check(0, 0); err != nil {
+								b.free()
+								return fmt.Errorf("%d B into %d: buffer changed by a truncated receive: %w", n, have, err)
+							}
+						}
+						b.free()
+						b = k.alloc(t, kk[1], n)
+						if _, err := k.c.Recv(b.m, 0, 3); err != nil {
+							return err
+						}
+						err = b.check(n+1, n)
+						b.free()
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestRendezvousProbe: Probe reports a rendezvous message's real size,
+// host or device sender, and the receive after it gets the data.
+func TestRendezvousProbe(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
+				sizes := []int{10000, 100, testRndv, 70000}
+				if k.r == 0 {
+					for i, n := range sizes {
+						b := k.alloc(t, pt2pt.MemKind(i%2), n)
+						b.fill(i)
+						err := k.c.Send(b.m, 1, i, false)
+						b.free()
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				for i, n := range sizes {
+					st, err := k.c.Probe(0, pt2pt.AnyTag)
+					if err != nil {
+						return err
+					}
+					if st.Bytes != n || st.Tag != i {
+						return fmt.Errorf("probe %+v, want %d B tag %d", st, n, i)
+					}
+					// Probe again: the stash answers with the same size.
+					if st2, ok, err := k.c.Iprobe(0, i); err != nil || !ok || st2.Bytes != n {
+						return fmt.Errorf("second probe %+v %v %v", st2, ok, err)
+					}
+					b := k.alloc(t, pt2pt.MemKind((i/2)%2), n)
+					r, err := k.c.Recv(b.m, pt2pt.AnySource, pt2pt.AnyTag)
+					if err != nil {
+						return err
+					}
+					if r.Bytes != n || r.Tag != i {
+						return fmt.Errorf("recv %+v after probe %+v", r, st)
+					}
+					err = b.check(i, n)
+					b.free()
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestRendezvousWildcardOrder: several senders send mixed small and large
+// messages (host and device); AnySource/AnyTag receives get each sender's
+// messages in the order sent.
+func TestRendezvousWildcardOrder(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			const per = 12
+			size := func(src, i int) int {
+				if i%3 == 1 {
+					return 100 + src
+				}
+				return testRndv + 1000*i + src
+			}
+			runJob(t, 4, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
+				if k.r != 0 {
+					var reqs []*pt2pt.Request
+					var bufs []*buf
+					for i := 0; i < per; i++ {
+						b := k.alloc(t, pt2pt.MemKind((i+k.r)%2), size(k.r, i))
+						b.fill(k.r*100 + i)
+						r, err := k.c.Isend(b.m, 0, i, i%4 == 0)
+						if err != nil {
+							return err
+						}
+						reqs, bufs = append(reqs, r), append(bufs, b)
+					}
+					for i, r := range reqs {
+						if _, err := r.Wait(); err != nil {
+							return err
+						}
+						bufs[i].free()
+					}
+					return nil
+				}
+				next := map[int]int{}
+				max := 0
+				for i := 0; i < per; i++ {
+					max = maxInt(max, size(3, i))
+				}
+				for got := 0; got < 3*per; got++ {
+					b := k.alloc(t, pt2pt.MemKind(got%2), max)
+					st, err := k.c.Recv(b.m, pt2pt.AnySource, pt2pt.AnyTag)
+					if err != nil {
+						return err
+					}
+					i := next[st.Source]
+					if st.Tag != i || st.Bytes != size(st.Source, i) {
+						return fmt.Errorf("got %+v, want tag %d (%d B) from %d", st, i, size(st.Source, i), st.Source)
+					}
+					b.m.Len = st.Bytes
+					err = b.check(st.Source*100+i, st.Bytes)
+					b.free()
+					if err != nil {
+						return fmt.Errorf("message %d from %d: %w", i, st.Source, err)
+					}
+					next[st.Source]++
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// TestRendezvousWindow: a window of 64 large messages in flight each way
+// (OSU bw's pattern), for every kind pair; device receives of IPC messages
+// take only a bounded landing area of pinned memory, not their size.
+func TestRendezvousWindow(t *testing.T) {
+	for _, mode := range modes {
+		for name, kk := range kinds {
+			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
+					const window, n = 64, 1 << 16
+					peer := 1 - k.r
+					var reqs []*pt2pt.Request
+					var sends, recvs []*buf
+					for i := 0; i < window; i++ {
+						rb := k.alloc(t, kk[1], n)
+						r, err := k.c.Irecv(rb.m, peer, 7)
+						if err != nil {
+							return err
+						}
+						reqs, recvs = append(reqs, r), append(recvs, rb)
+					}
+					for i := 0; i < window; i++ {
+						sb := k.alloc(t, kk[0], n)
+						sb.fill(i + 100*k.r)
+						s, err := k.c.Isend(sb.m, peer, 7, false)
+						if err != nil {
+							return err
+						}
+						reqs, sends = append(reqs, s), append(sends, sb)
+					}
+					for _, r := range reqs {
+						if _, err := r.Wait(); err != nil {
+							return err
+						}
+					}
+					for i, rb := range recvs {
+						if err := rb.check(i+100*peer, n); err != nil {
+							return fmt.Errorf("message %d: %w", i, err)
+						}
+						rb.free()
+						sends[i].free()
+					}
+					used, peak := k.tr.staging.inUse()
+					if used != 0 {
+						return fmt.Errorf("%d B of staging still handed out", used)
+					}
+					if mode != ModeStaged && name == "DD" && peak > window*testRndv {
+						return fmt.Errorf("device receives of IPC messages took %d B of staging at once (bound %d)", peak, window*testRndv)
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestRendezvousCancel: posted receives (host and device) can be
+// cancelled before a rendezvous message matches; the message goes to the
+// next receive.
+func TestRendezvousCancel(t *testing.T) {
+	for _, mode := range modes {
+		for _, kind := range []pt2pt.MemKind{pt2pt.Host, pt2pt.Device} {
+			t.Run(fmt.Sprintf("%s/%d", mode, kind), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
+					const n = 1 << 16
+					if k.r == 1 {
+						b := k.alloc(t, kind, n)
+						defer b.free()
+						r, err := k.c.Irecv(b.m, 0, 9)
+						if err != nil {
+							return err
+						}
+						r.Cancel()
+						st, err := r.Wait()
+						if err != nil || !st.Cancelled {
+							return fmt.Errorf("cancelled receive: %+v %v", st, err)
+						}
+						if err := k.c.Send(pt2pt.Mem{}, 0, 1, false); err != nil {
+							return err
+						}
+						if _, err := k.c.Recv(b.m, 0, 9); err != nil {
+							return err
+						}
+						return b.check(77, n)
+					}
+					if _, err := k.c.Recv(pt2pt.Mem{}, 1, 1); err != nil {
+						return err
+					}
+					b := k.alloc(t, kind, n)
+					defer b.free()
+					b.fill(77)
+					return k.c.Send(b.m, 1, 9, false)
+				})
+			})
+		}
+	}
+}
+
+// TestRendezvousFreedRequests: a rendezvous send freed before its
+// receiver answered completes in the background while its rank waits on
+// something else; Close finishes one still pending.
+func TestRendezvousFreedRequests(t *testing.T) {
+	runJob(t, 2, Config{Mode: ModeAuto, RndvThreshold: testRndv}, func(k *rank) error {
+		const n = 3 * testRndv
+		b := k.alloc(t, pt2pt.MemKind(k.r), n)
+		defer b.free()
+		if k.r == 0 {
+			b.fill(5)
+			r, err := k.c.Isend(b.m, 1, 2, false)
+			if err != nil {
+				return err
+			}
+			r.Free()
+			_, err = k.c.Recv(pt2pt.Mem{}, 1, 3)
+			return err
+		}
+		if _, err := k.c.Recv(b.m, 0, 2); err != nil {
+			return err
+		}
+		if err := b.check(5, n); err != nil {
+			return err
+		}
+		return k.c.Send(pt2pt.Mem{}, 0, 3, false)
+	})
+}
+
+func TestRndvFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int
+		ok   bool
+	}{{"0", -1, true}, {"65536", 65536, true}, {"-3", 0, false}, {"x", 0, false}} {
+		t.Setenv("GOMPIX_RNDV_THRESHOLD", c.env)
+		got, err := FromEnv(Config{})
+		if (err == nil) != c.ok || (c.ok && got.RndvThreshold != c.want) {
+			t.Errorf("GOMPIX_RNDV_THRESHOLD=%s: %+v %v", c.env, got.RndvThreshold, err)
+		}
+	}
+	if rndvMin(ModeAuto, 0, false) != DefaultRndvThreshold || rndvMin(ModeAuto, 4096, true) != math.MaxInt ||
+		rndvMin(ModeStaged, 4096, true) != 4096 || rndvMin(ModeIPC, -1, false) != math.MaxInt {
+		t.Error("rndvMin")
 	}
 }

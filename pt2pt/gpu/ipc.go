@@ -8,9 +8,15 @@ import (
 	"github.com/gompix/gompix/internal/cudadrv"
 )
 
-// descriptor is what an IPC send puts on the wire instead of its data.
+// descriptor is what an IPC or rendezvous send puts on the wire instead
+// of its data, always descSize bytes. An IPC descriptor (descIPC) names
+// the sender's allocation; a rendezvous request (descRTS, "host RTS") only
+// carries the size and the id of the exchange: the receiver answers with a
+// clear-to-send on InternalTag(receiver, id) and the data follows on
+// InternalTag(sender, id|dataBit).
 type descriptor struct {
-	ack       uint32 // the ack id the sender waits on
+	kind      descKind
+	ack       uint32 // IPC: the ack id the sender waits on; RTS: the exchange id
 	src       int    // the sender's world rank (acks go there)
 	size      int    // message bytes
 	offset    int    // of the message within the allocation
@@ -20,13 +26,29 @@ type descriptor struct {
 	handle    cudadrv.IpcMemHandle
 }
 
+type descKind uint8
+
+const (
+	descIPC descKind = iota
+	descRTS
+)
+
 const (
 	descMagic = 0x31445847 // "GXD1"
+	rtsMagic  = 0x31525847 // "GXR1"
 	descSize  = 120
 )
 
 func (d *descriptor) encode(b []byte) {
 	le := binary.LittleEndian
+	if d.kind == descRTS {
+		clear(b[:descSize])
+		le.PutUint32(b[0:], rtsMagic)
+		le.PutUint32(b[4:], d.ack)
+		le.PutUint64(b[8:], uint64(d.src))
+		le.PutUint64(b[16:], uint64(d.size))
+		return
+	}
 	le.PutUint32(b[0:], descMagic)
 	le.PutUint32(b[4:], d.ack)
 	le.PutUint64(b[8:], uint64(d.src))
@@ -42,9 +64,21 @@ var errDescriptor = errors.New("gpu: malformed IPC descriptor (peers with differ
 
 func (d *descriptor) decode(b []byte) error {
 	le := binary.LittleEndian
-	if len(b) < descSize || le.Uint32(b) != descMagic {
+	if len(b) < descSize {
 		return errDescriptor
 	}
+	switch le.Uint32(b) {
+	case rtsMagic:
+		*d = descriptor{kind: descRTS, ack: le.Uint32(b[4:]), src: int(le.Uint64(b[8:])), size: int(le.Uint64(b[16:]))}
+		if d.size <= 0 || d.ack&dataBit != 0 {
+			return errDescriptor
+		}
+		return nil
+	case descMagic:
+	default:
+		return errDescriptor
+	}
+	d.kind = descIPC
 	d.ack = le.Uint32(b[4:])
 	d.src = int(le.Uint64(b[8:]))
 	d.size = int(le.Uint64(b[16:]))
@@ -59,11 +93,24 @@ func (d *descriptor) decode(b []byte) error {
 	return nil
 }
 
-// Ack statuses (the first byte of an ack).
+// Ack statuses (the first byte of an ack, and of a rendezvous
+// clear-to-send: ackOK = send the data, ackTruncated = the receive
+// buffer is too small, send nothing, ackFailed = the receiver could not
+// take the message, send nothing).
 const (
 	ackOK byte = iota
 	ackTruncated
 	ackFailed
+)
+
+// Exchange ids (IPC acks, rendezvous) come from one counter per sender,
+// 23 bits wide; a rendezvous's data message sets dataBit in the 24-bit
+// tag field of its InternalTag, so it never matches the acks and
+// clear-to-sends that the same pair of ranks exchange on ids of the other
+// rank's counter.
+const (
+	idMask  = 1<<23 - 1
+	dataBit = 1 << 23
 )
 
 // mapping is a peer allocation opened in one of this process's device

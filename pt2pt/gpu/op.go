@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -15,6 +16,7 @@ type opKind uint8
 const (
 	kindSend    opKind = iota // staged send: the transport send of the staging buffer
 	kindIPCSend               // IPC send: waits for the receiver's ack
+	kindRTSSend               // rendezvous send: waits for the clear-to-send, then sends the data
 	kindRecv                  // any receive through the decorator
 )
 
@@ -22,10 +24,13 @@ const (
 // completes; whoever wins the CAS to stBusy finishes it (the owner's Done,
 // or Progress for an op released early). stCopy: a device copy is in
 // flight and the op is on Transport.active until its event completes.
+// stData: a rendezvous's data message is in flight (o.data), the op on
+// Transport.active.
 const (
 	stPosted int32 = iota
 	stBusy
 	stCopy
+	stData
 	stDone
 )
 
@@ -41,23 +46,25 @@ type op struct {
 	state atomic.Int32
 	flags atomic.Uint32
 	inner pt2pt.Op
+	data  pt2pt.Op // rendezvous: the data send or receive
 	res   pt2pt.Result
 
-	user     pt2pt.Mem      // the caller's receive buffer
+	user     pt2pt.Mem      // the caller's receive buffer (rendezvous send: the data)
 	landing  unsafe.Pointer // where the transport delivers (descriptor source)
 	stage    staging        // pinned staging (staged send, device receive)
 	stageLen int
-	small    *small // ack (IPC send), bounce (short host receive), stashed descriptor
+	small    *small // ack (IPC send), clear-to-send (rendezvous), bounce (short host receive), stashed descriptor
 	saved    *small // host receive: the bytes a short IPC message must leave intact
 
 	inActive bool // on t.active; guarded by t.mu
 	pidx     int  // index in t.posted, -1 when not there; guarded by t.mu
 	tracked  bool // posted on t.posted (set before it is shared)
+	driven   bool // on t.active from the start: only Progress finishes it
 	ds       *devState
 	ev       cudadrv.Event
 	mapping  *mapping
-	ackTo    int
-	ackID    uint32
+	ackTo    int    // IPC receive: the sender to ack; rendezvous send: the receiver
+	ackID    uint32 // the exchange id
 }
 
 var opPool = sync.Pool{New: func() any { return new(op) }}
@@ -76,9 +83,13 @@ func (t *Transport) putOp(o *op) {
 	if o.inner != nil {
 		o.inner.Release()
 	}
-	o.t, o.inner, o.small, o.saved, o.stage = nil, nil, nil, nil, staging{}
+	if o.data != nil {
+		o.data.Release()
+	}
+	o.t, o.inner, o.data, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, staging{}
 	o.user, o.landing, o.res, o.ds, o.mapping, o.ev = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, 0
-	o.inActive, o.stageLen, o.tracked = false, 0, false
+	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
+	o.ackTo, o.ackID = 0, 0
 	o.state.Store(stPosted)
 	o.flags.Store(0)
 	opPool.Put(o)
@@ -92,6 +103,9 @@ func (o *op) Done() bool {
 	case stDone:
 		return true
 	case stPosted:
+		if o.driven {
+			return false // Progress finishes it (it is on t.active)
+		}
 		if o.inner.Done() && o.state.CompareAndSwap(stPosted, stBusy) {
 			t := o.t
 			if o.tracked || o.needsLock() {
@@ -114,7 +128,7 @@ func (o *op) Done() bool {
 // needsLock: finishing o touches t's shared state (device streams, the
 // IPC cache, the active list): device receives and IPC messages.
 func (o *op) needsLock() bool {
-	return o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
+	return o.kind == kindRTSSend || o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
 }
 
 func (o *op) Result() pt2pt.Result { return o.res }
@@ -159,6 +173,9 @@ func (t *Transport) finish(o *op) {
 	t.smalls.put(o.saved)
 	t.staging.put(o.stage)
 	o.small, o.saved, o.stage = nil, nil, staging{}
+	if o.kind == kindRTSSend {
+		t.nrts.Add(-1)
+	}
 	o.state.Store(stDone)
 }
 
@@ -191,6 +208,27 @@ func (t *Transport) completeLocked(o *op) {
 			o.res.Err = errors.New("gpu: the receiver could not pull the IPC message (see its error)")
 		}
 		t.finish(o)
+	case kindRTSSend:
+		o.res = pt2pt.Result{Err: r.Err}
+		switch {
+		case r.Err != nil:
+		case r.Cancelled:
+			o.res.Err = errors.New("gpu: rendezvous send abandoned")
+		case o.small.b[0] == ackOK:
+			in, err := t.inner.Isend(o.ackTo, o.user, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), false)
+			if err != nil {
+				o.res.Err = err
+				break
+			}
+			o.data = in
+			o.state.Store(stData)
+			t.addActiveLocked(o)
+			return
+		case o.small.b[0] == ackFailed:
+			o.res.Err = errors.New("gpu: the receiver could not take the rendezvous message (see its error)")
+		}
+		// ackTruncated: the receiver reports the truncation; nothing to send.
+		t.finish(o)
 	default:
 		t.completeRecvLocked(o, r)
 	}
@@ -210,8 +248,12 @@ func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
 	switch {
 	case o.stage.p != nil: // device receive of staged data
 		switch {
-		case r.Truncated || r.Len > o.user.Len:
+		case r.Len > o.user.Len:
 			o.res.Truncated = true
+		case r.Truncated:
+			// Plain data longer than the bounded landing area, which a
+			// sender of this job never sends.
+			o.res.Err = fmt.Errorf("gpu: a plain message of %d bytes from a sender not using rendezvous from %d B (different GOMPIX_RNDV_THRESHOLD?)", r.Len, t.rndv)
 		case r.Len > 0:
 			if err := t.copyLocked(o, o.user.Device, func(ds *devState) error {
 				return ds.dev.MemcpyHtoDAsync(devPtr(o.user.Ptr), o.stage.p, r.Len, ds.stream)
@@ -302,6 +344,10 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 		t.finish(o)
 		return
 	}
+	if d.kind == descRTS {
+		t.rtsRecvLocked(o, &d)
+		return
+	}
 	if d.size == 0 {
 		t.sendAckLocked(d.src, d.ack, ackOK)
 		t.finish(o)
@@ -341,9 +387,71 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 	o.mapping, o.ackTo, o.ackID = m, d.src, d.ack
 }
 
+// rtsRecvLocked answers a rendezvous request that o matched (and can
+// hold): post the data receive into the caller's host buffer, or into
+// pinned staging of the message's size for a device buffer, then send the
+// clear-to-send. Progress finishes o when the data has arrived (and been
+// copied to the device).
+func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
+	dst := pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}
+	var err error
+	if o.user.Kind == pt2pt.Device {
+		var ds *devState
+		if ds, err = t.deviceLocked(o.user.Device); err == nil {
+			o.stage, err = t.staging.get(ds.dev, d.size)
+			dst.Ptr = o.stage.p
+		}
+	}
+	if err == nil {
+		o.data, err = t.inner.Irecv(dst, pt2pt.InternalTag(d.src, d.ack|dataBit), pt2pt.InternalMask)
+	}
+	if err != nil {
+		o.res.Err = err
+		t.sendAckLocked(d.src, d.ack, ackFailed)
+		t.finish(o)
+		return
+	}
+	o.state.Store(stData)
+	t.addActiveLocked(o)
+	t.sendAckLocked(d.src, d.ack, ackOK)
+}
+
+// rtsLandedLocked finishes a rendezvous receive whose data arrived (r).
+func (t *Transport) rtsLandedLocked(o *op, r pt2pt.Result) {
+	switch {
+	case r.Err != nil:
+		o.res.Err = r.Err
+	case r.Cancelled || r.Truncated || r.Len != o.res.Len:
+		o.res.Err = fmt.Errorf("gpu: rendezvous data of %d bytes, want %d", r.Len, o.res.Len)
+	case o.stage.p != nil:
+		err := t.copyLocked(o, o.user.Device, func(ds *devState) error {
+			return ds.dev.MemcpyHtoDAsync(devPtr(o.user.Ptr), o.stage.p, r.Len, ds.stream)
+		})
+		if err == nil {
+			return
+		}
+		o.res.Err = err
+	}
+	t.finish(o)
+}
+
 // stepLocked advances o, an op on the active list; it reports progress.
 func (t *Transport) stepLocked(o *op) bool {
 	switch o.state.Load() {
+	case stData:
+		if !o.data.Done() {
+			return false
+		}
+		r := o.data.Result()
+		o.data.Release()
+		o.data = nil
+		if o.kind == kindRTSSend {
+			o.res.Err = r.Err
+			t.finish(o)
+		} else {
+			t.rtsLandedLocked(o, r)
+		}
+		return true
 	case stPosted: // released before completion
 		if o.inner.Done() && o.state.CompareAndSwap(stPosted, stBusy) {
 			t.completeLocked(o)

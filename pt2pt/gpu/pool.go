@@ -87,6 +87,21 @@ type stagingPool struct {
 	free  map[int][]staging
 	idle  int64
 	limit int64
+	used  int64 // bytes handed out and not yet put back
+	peak  int64 // the most used ever was
+}
+
+// inUse returns the bytes handed out now and the most ever handed out at
+// once.
+func (p *stagingPool) inUse() (used, peak int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used, p.peak
+}
+
+func (p *stagingPool) count(n int64) {
+	p.used += n
+	p.peak = max(p.peak, p.used)
 }
 
 const minStaging = 4096
@@ -105,6 +120,7 @@ func (p *stagingPool) get(dev cudadrv.Device, n int) (staging, error) {
 		s := l[len(l)-1]
 		p.free[c] = l[:len(l)-1]
 		p.idle -= int64(c)
+		p.count(int64(c))
 		p.mu.Unlock()
 		return s, nil
 	}
@@ -113,6 +129,9 @@ func (p *stagingPool) get(dev cudadrv.Device, n int) (staging, error) {
 	if err != nil {
 		return staging{}, err
 	}
+	p.mu.Lock()
+	p.count(int64(c))
+	p.mu.Unlock()
 	return staging{p: ptr, size: c, dev: dev}, nil
 }
 
@@ -121,6 +140,7 @@ func (p *stagingPool) put(s staging) {
 		return
 	}
 	p.mu.Lock()
+	p.used -= int64(s.size)
 	if p.idle+int64(s.size) <= p.limit {
 		if p.free == nil {
 			p.free = map[int][]staging{}

@@ -50,12 +50,23 @@ var (
 		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ipc or staged to force one")
 	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
 		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
+	cfgRndv = config.NewInt("GOMPIX_RNDV_THRESHOLD", DefaultRndvThreshold,
+		"smallest plain message (bytes: host buffers, and device buffers staged through host memory) sent by rendezvous through the GPU decorator: "+
+			"a size descriptor first, the data after the receiver's clear-to-send (one extra round trip); receivers then land device receives in pinned "+
+			"memory of at most this size instead of the whole buffer; 0 turns it off (device receives stage their whole buffer)")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
 		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why)")
 )
 
-// FromEnv returns c with Mode, IPCThreshold and DebugPath set from
-// GOMPIX_GPU_PATH, GOMPIX_IPC_THRESHOLD and GOMPIX_DEBUG.
+// DefaultRndvThreshold is GOMPIX_RNDV_THRESHOLD's default (256 KiB): at
+// that size a round trip (~2 x 11 us on one node) costs a few percent of
+// the transfer, and 64 posted device receives pin at most 16 MiB of
+// landing memory.
+const DefaultRndvThreshold = 256 << 10
+
+// FromEnv returns c with Mode, IPCThreshold, RndvThreshold and DebugPath
+// set from GOMPIX_GPU_PATH, GOMPIX_IPC_THRESHOLD, GOMPIX_RNDV_THRESHOLD and
+// GOMPIX_DEBUG.
 func FromEnv(c Config) (Config, error) {
 	switch m := Mode(strings.ToLower(cfgPath.Get())); m {
 	case ModeAuto, ModeIPC, ModeStaged:
@@ -71,6 +82,18 @@ func FromEnv(c Config) (Config, error) {
 		return c, fmt.Errorf("config: GOMPIX_IPC_THRESHOLD=%d is negative", thr)
 	}
 	c.IPCThreshold = thr
+	rndv, err := cfgRndv.Get()
+	if err != nil {
+		return c, err
+	}
+	switch {
+	case rndv < 0:
+		return c, fmt.Errorf("config: GOMPIX_RNDV_THRESHOLD=%d is negative", rndv)
+	case rndv == 0:
+		c.RndvThreshold = -1 // off
+	default:
+		c.RndvThreshold = rndv
+	}
 	for _, s := range strings.Split(cfgDebug.Get(), ",") {
 		if strings.TrimSpace(s) == "path" {
 			c.DebugPath = true
@@ -132,4 +155,18 @@ func ipcMin(mode Mode, threshold int, transportDevice bool) int {
 		return math.MaxInt
 	}
 	return max(threshold, 1)
+}
+
+// rndvMin is the smallest plain message a sender with this configuration
+// sends by rendezvous (math.MaxInt: never). Off where no receive stages a
+// device buffer (the transport moves device memory and nothing forces
+// staging) or when configured off (threshold < 0).
+func rndvMin(mode Mode, threshold int, transportDevice bool) int {
+	switch {
+	case threshold < 0, transportDevice && mode == ModeAuto:
+		return math.MaxInt
+	case threshold == 0:
+		return DefaultRndvThreshold
+	}
+	return threshold
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gompix/gompix/internal/cudadrv"
@@ -29,6 +30,12 @@ type Config struct {
 
 	Mode         Mode // default ModeAuto
 	IPCThreshold int  // see GOMPIX_IPC_THRESHOLD
+	// RndvThreshold is GOMPIX_RNDV_THRESHOLD: plain messages (host
+	// buffers, staged device buffers) of at least this many bytes go by
+	// rendezvous (0: DefaultRndvThreshold; negative: never). Every rank of
+	// a job must use the same value: receivers size their landing buffers
+	// by it.
+	RndvThreshold int
 	// DebugPath logs each (peer, path) choice once, with its reason, to
 	// Log (default os.Stderr).
 	DebugPath bool
@@ -46,7 +53,9 @@ type Transport struct {
 	cfg      Config
 	ucxDev   bool
 	allLocal bool
-	ipcMin   int // smallest message senders of this job send by IPC
+	ipcMin   int  // smallest message senders of this job send by IPC
+	rndv     int  // smallest plain message senders of this job send by rendezvous
+	descs    bool // descriptors may arrive (ipcMin or rndv < math.MaxInt)
 	saveHost bool
 	fp       pt2pt.FocusedProgresser
 	br       pt2pt.BlockingReceiver
@@ -61,6 +70,7 @@ type Transport struct {
 	bg      []bgItem
 	nwork   atomic.Int32 // len(active) + len(bg), read without mu
 	nposted atomic.Int32
+	nrts    atomic.Int32 // rendezvous sends not finished
 	stash   []stashed
 	nstash  atomic.Int32
 	cache   ipcCache
@@ -131,7 +141,12 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 		}
 	}
 	t.ipcMin = ipcMin(cfg.Mode, cfg.IPCThreshold, t.ucxDev)
-	t.saveHost = t.ipcMin < descSize
+	t.rndv = rndvMin(cfg.Mode, cfg.RndvThreshold, t.ucxDev)
+	t.descs = t.ipcMin < math.MaxInt || t.rndv < math.MaxInt
+	// A descriptor lands in the first descSize bytes of a host receive
+	// buffer: keep them for the bytes the message does not cover (short
+	// messages, truncation).
+	t.saveHost = t.descs
 	t.cache.limit = cfg.CacheSize
 	t.staging.limit = cfg.StagingCache
 	return t
@@ -211,10 +226,13 @@ func (ds *devState) event() (cudadrv.Event, error) {
 
 // --- sends ---------------------------------------------------------------
 
-// Isend sends host buffers straight through and device buffers by the
-// selected path.
+// Isend sends host buffers straight through (by rendezvous from the
+// rendezvous threshold on) and device buffers by the selected path.
 func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
 	if m.Kind != pt2pt.Device {
+		if m.Len >= t.rndv {
+			return t.rtsSend(dest, m, tag, staging{})
+		}
 		return t.inner.Isend(dest, m, tag, sync)
 	}
 	switch t.choose(dest, m) {
@@ -268,6 +286,14 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 		t.staging.put(st)
 		return nil, err
 	}
+	if m.Len >= t.rndv {
+		o, err := t.rtsSend(dest, pt2pt.Mem{Ptr: st.p, Len: m.Len}, tag, st)
+		if err != nil {
+			t.staging.put(st)
+			return nil, err
+		}
+		return o, nil
+	}
 	in, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: st.p, Len: m.Len}, tag, sync)
 	if err != nil {
 		t.staging.put(st)
@@ -309,7 +335,7 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 		t.mu.Unlock()
 	}
 	d.handle = h
-	d.ack = t.nextAck.Add(1) & pt2pt.MaxTag
+	d.ack = t.nextAck.Add(1) & idMask
 	ack := t.smalls.get()
 	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: ack.mem(1), Len: 1}, pt2pt.InternalTag(dest, d.ack), pt2pt.InternalMask)
 	if err != nil {
@@ -328,6 +354,48 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	t.background(bgItem{op: sop, small: ds2})
 	o := t.newOp(kindIPCSend)
 	o.inner, o.small = in, ack
+	return o, nil
+}
+
+// rtsSend sends m (host memory: the caller's buffer, or st holding a
+// staged copy of a device buffer) by rendezvous: a descriptor with the
+// size and an exchange id on the caller's tag (so it matches in order with
+// the sender's other messages), then the data on InternalTag(me,
+// id|dataBit) once the receiver's clear-to-send arrives on
+// InternalTag(dest, id). The op is on t.active from the start, so Progress
+// answers the clear-to-send even while the owner waits on something else
+// (the receiver may be waiting for this data to finish what its owner
+// waits on). The send completes when the data send does (or at once on a
+// "truncated" clear-to-send), which also gives Ssend's semantics.
+func (t *Transport) rtsSend(dest int, m pt2pt.Mem, tag uint64, st staging) (pt2pt.Op, error) {
+	id := t.nextAck.Add(1) & idMask
+	cts := t.smalls.get()
+	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: cts.mem(1), Len: 1}, pt2pt.InternalTag(dest, id), pt2pt.InternalMask)
+	if err != nil {
+		t.smalls.put(cts)
+		return nil, err
+	}
+	dsc := t.smalls.get()
+	d := descriptor{kind: descRTS, ack: id, src: t.Rank(), size: m.Len}
+	d.encode(dsc.b[:])
+	sop, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: dsc.mem(descSize), Len: descSize}, tag|pt2pt.DescriptorBit, false)
+	if err != nil {
+		in.Cancel()
+		t.background(bgItem{op: in, small: cts})
+		t.smalls.put(dsc)
+		return nil, err
+	}
+	t.background(bgItem{op: sop, small: dsc})
+	o := t.newOp(kindRTSSend)
+	o.inner, o.small, o.stage, o.driven = in, cts, st, true
+	o.user = pt2pt.Mem{Ptr: m.Ptr, Len: m.Len}
+	o.ackTo, o.ackID = dest, id
+	t.nrts.Add(1)
+	t.mu.Lock()
+	o.inActive = true
+	t.active = append(t.active, o)
+	t.nwork.Add(1)
+	t.mu.Unlock()
 	return o, nil
 }
 
@@ -378,7 +446,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 			return o, nil
 		}
 	}
-	if t.ipcMin == math.MaxInt && (m.Kind == pt2pt.Host || t.ucxDev) {
+	if !t.descs && (m.Kind == pt2pt.Host || t.ucxDev) {
 		// Nobody sends descriptors, and the transport moves this buffer
 		// itself: nothing to add.
 		return t.post(m, tag, mask, blocking)
@@ -388,11 +456,11 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 	var err error
 	switch {
 	case m.Kind == pt2pt.Device:
-		// Host senders send data of any size, so the staging buffer must
-		// hold the whole message even where device senders would send a
-		// descriptor. (A rendezvous for large staged messages, which the
-		// pipelined protocol brings, will let IPC receives skip it.)
-		n := max(m.Len, descSize)
+		// Plain data is shorter than the rendezvous threshold (larger
+		// messages come as a descriptor, and a rendezvous allocates
+		// staging of the message's size only then), so the landing area
+		// is bounded whatever the buffer's size.
+		n := max(descSize, min(m.Len, t.rndv-1))
 		t.mu.Lock()
 		ds, derr := t.deviceLocked(m.Device)
 		t.mu.Unlock()
@@ -424,7 +492,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		t.putOp(o)
 		return nil, err
 	}
-	if t.ipcMin < math.MaxInt {
+	if t.descs {
 		o.tracked = true
 		t.mu.Lock()
 		o.pidx = len(t.posted)
@@ -461,9 +529,9 @@ func (t *Transport) takeStash(tag, mask uint64) (stashed, bool) {
 	return stashed{}, false
 }
 
-// Iprobe reports a waiting message; for an IPC message it reports the
-// size of the data, taking the descriptor off the transport into the
-// stash so as to read it.
+// Iprobe reports a waiting message; for an IPC or rendezvous message it
+// reports the size of the data, taking the descriptor off the transport
+// into the stash so as to read it.
 func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	mask &^= pt2pt.DescriptorBit
 	tag &= mask
@@ -498,7 +566,7 @@ func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	var d descriptor
 	if err := res.Err; err != nil || res.Cancelled {
 		t.smalls.put(s)
-		return 0, 0, false, fmt.Errorf("taking a probed IPC descriptor: %v", err)
+		return 0, 0, false, fmt.Errorf("taking a probed descriptor: %v", err)
 	}
 	if err := d.decode(s.b[:res.Len]); err != nil {
 		t.smalls.put(s)
@@ -600,11 +668,26 @@ func (t *Transport) advance() bool {
 	return progressed
 }
 
-// Close closes the wrapped transport (which waits for every peer), then
-// releases device resources.
+// closeDrain bounds how long Close keeps progressing for rendezvous sends
+// whose receivers have not answered.
+const closeDrain = 30 * time.Second
+
+// Close finishes this rank's rendezvous sends (their receivers wait for
+// the data, and a send's request may have been freed), progressing while
+// anything moves, then closes the wrapped transport (which waits for every
+// peer) and releases device resources.
 func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
+	}
+	for deadline := time.Now().Add(closeDrain); time.Now().Before(deadline); {
+		p := t.Progress()
+		if !p && t.nrts.Load() == 0 {
+			break
+		}
+		if !p {
+			t.inner.Idle()
+		}
 	}
 	err := t.inner.Close()
 	t.mu.Lock()
