@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/gompix/gompix/pt2pt"
+	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 	"io"
 	"strings"
 
@@ -30,12 +32,14 @@ func init() { rootCmd.AddCommand(infoCmd) }
 // says why on its own line; a machine without a GPU is a normal answer.
 func writeInfo(w io.Writer) error {
 	fmt.Fprintln(w, "gompix (development build)")
+	ucxCUDA := false
 	maj, min, rel := ucxbind.Version()
 	fmt.Fprintf(w, "UCX: %d.%d.%d\n", maj, min, rel)
 	if ctx, err := ucxbind.NewContext(ucxbind.ContextParams{}); err != nil {
 		fmt.Fprintf(w, "  context: %v\n", err)
 	} else {
 		mt := ctx.MemoryTypes()
+		ucxCUDA = mt&ucxbind.MemCUDA != 0
 		kinds := []string{}
 		if mt&ucxbind.MemHost != 0 {
 			kinds = append(kinds, "host")
@@ -92,9 +96,32 @@ func writeInfo(w io.Writer) error {
 			}
 		}
 	}
+	writeGPUPaths(w, ucxCUDA)
 	fmt.Fprintln(w, "Configuration (GOMPIX_*):")
 	for _, v := range config.Vars() {
 		fmt.Fprintf(w, "  %s=%s\n      %s (currently %q)\n", v.Name, v.Default, v.Description, v.Raw())
 	}
 	return nil
+}
+
+// writeGPUPaths says which path device buffers take between two ranks, as
+// the point-to-point selector (pt2pt/gpu.Select) decides it under the
+// current configuration, for a peer on this node and on another one.
+func writeGPUPaths(w io.Writer, ucxCUDA bool) {
+	cfg, err := gpupath.FromEnv(gpupath.Config{})
+	if err != nil {
+		fmt.Fprintf(w, "GPU point-to-point paths: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "GPU point-to-point paths (GOMPIX_GPU_PATH=%s, GOMPIX_IPC_THRESHOLD=%d):\n", cfg.Mode, cfg.IPCThreshold)
+	for _, peer := range []struct {
+		name string
+		same bool
+	}{{"peer on this node", true}, {"peer on another node", false}} {
+		for _, n := range []int{8, 64 << 20} {
+			p, why := gpupath.Select(gpupath.Message{Kind: pt2pt.Device, Len: n, SameNode: peer.same,
+				TransportDevice: ucxCUDA, Mode: cfg.Mode, Threshold: cfg.IPCThreshold})
+			fmt.Fprintf(w, "  %-20s %9d B: %s (%s)\n", peer.name, n, p, why)
+		}
+	}
 }

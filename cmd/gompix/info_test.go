@@ -14,7 +14,8 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"UCX: 1.", "memory types: host", "GOMPIX_SPIN", "GOMPIX_ALLREDUCE_ALGORITHM", "GPUs:"} {
+	for _, want := range []string{"UCX: 1.", "memory types: host", "GOMPIX_SPIN", "GOMPIX_ALLREDUCE_ALGORITHM", "GPUs:",
+		"GPU point-to-point paths", "peer on this node            8 B: ipc", "peer on another node         8 B: staged"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info output lacks %q:\n%s", want, out)
 		}
