@@ -228,12 +228,7 @@ func (s *State) Allreduce(send, recv []byte, count int, t dtype.Type, op Op) err
 
 // Iallreduce starts an Allreduce.
 func (s *State) Iallreduce(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
-	tag := s.nextTag()
-	b, err := s.elementwise(Allreduce, send, recv, count, t, op)
-	if err != nil {
-		return nil, err
-	}
-	return s.start(b, b.rbuf.n, send, recv, tag)
+	return s.startElementwise(Allreduce, send, recv, count, t, op)
 }
 
 // Scan computes on rank r the reduction of ranks 0..r (inclusive prefix).
@@ -244,12 +239,7 @@ func (s *State) Scan(send, recv []byte, count int, t dtype.Type, op Op) error {
 
 // Iscan starts a Scan.
 func (s *State) Iscan(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
-	tag := s.nextTag()
-	b, err := s.elementwise(Scan, send, recv, count, t, op)
-	if err != nil {
-		return nil, err
-	}
-	return s.start(b, b.rbuf.n, send, recv, tag)
+	return s.startElementwise(Scan, send, recv, count, t, op)
 }
 
 // Exscan computes on rank r > 0 the reduction of ranks 0..r-1; rank 0's recv
@@ -261,8 +251,13 @@ func (s *State) Exscan(send, recv []byte, count int, t dtype.Type, op Op) error 
 
 // Iexscan starts an Exscan.
 func (s *State) Iexscan(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	return s.startElementwise(Exscan, send, recv, count, t, op)
+}
+
+// startElementwise numbers, checks and starts Allreduce, Scan or Exscan.
+func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
 	tag := s.nextTag()
-	b, err := s.elementwise(Exscan, send, recv, count, t, op)
+	b, err := s.elementwise(k, send, recv, count, t, op)
 	if err != nil {
 		return nil, err
 	}
