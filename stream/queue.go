@@ -1,0 +1,364 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Flag words in a queue's pinned page.
+const (
+	flagReached = 0 // written by the stream: the last operation it got to
+	flagGo      = 1 // written by the host: the last operation released
+	flagProbe   = 2 // scratch for the memory-operation probe
+	flagBytes   = 64
+)
+
+// kernelSeqLimit bounds sequence numbers on the kernel path: the wait kernel
+// compares unsigned (*flag >= value) with no wrap-around, so a queue must
+// not wrap there. Memory operations compare wrap-aware and have no limit.
+const kernelSeqLimit = 1 << 31
+
+// Queue is one CUDA stream bound to its flags: the operations enqueued on
+// it, in stream order, that the stream has not yet been released from.
+type Queue struct {
+	e      *Engine
+	dev    cudadrv.Device
+	s      cudadrv.Stream
+	signal Signal // SignalMemOps or SignalKernels once created
+	depth  int
+	fn     *module // flag kernels, on the kernel path
+
+	host       unsafe.Pointer // pinned flag page (HostAlloc)
+	reached    *uint32
+	goFlag     *uint32
+	reachedDev cudadrv.DevicePtr
+	goDev      cudadrv.DevicePtr
+
+	// issueMu orders enqueuers: a sequence number and its CUDA calls are
+	// issued together. It is never held by the progress goroutine, so an
+	// enqueuer blocked in the driver on a full CUDA stream cannot stop the
+	// releases that will unblock it.
+	issueMu sync.Mutex
+	args    cudadrv.KernelArgs // guarded by issueMu
+
+	mu        sync.Mutex
+	space     *sync.Cond // an operation left ops, or the queue closed
+	seq       uint32     // last sequence number issued
+	ops       []*entry   // issued, not released, in sequence order
+	active    int        // started nonblocking operations not yet complete
+	enqueuing int        // enqueuers between their closed check and their return
+	err       error      // first operation error not yet taken (TakeErr)
+	closed    bool
+	fullWaits uint64
+
+	// prog is owned by the progress goroutine: started nonblocking
+	// operations it still polls.
+	prog []*entry
+}
+
+// entry is one enqueued operation; its fields after op are the progress
+// goroutine's alone.
+type entry struct {
+	seq     uint32
+	op      Op
+	started bool
+	poll    Poll
+}
+
+// NewQueue binds stream s of dev (which the caller keeps alive until the
+// queue is closed) to a new pair of flags. With SignalAuto it probes stream
+// memory operations with one harmless write on s.
+func (e *Engine) NewQueue(dev cudadrv.Device, s cudadrv.Stream) (*Queue, error) {
+	q := &Queue{e: e, dev: dev, s: s, depth: e.cfg.Depth}
+	q.space = sync.NewCond(&q.mu)
+	p, err := dev.HostAlloc(flagBytes)
+	if err != nil {
+		return nil, fmt.Errorf("stream: flag memory: %w", err)
+	}
+	q.host = p
+	words := unsafe.Slice((*uint32)(p), flagBytes/4)
+	for i := range words {
+		atomic.StoreUint32(&words[i], 0)
+	}
+	q.reached, q.goFlag = &words[flagReached], &words[flagGo]
+	base, err := dev.HostDevicePtr(p)
+	if err != nil {
+		dev.HostFree(p)
+		return nil, fmt.Errorf("stream: flag memory: %w", err)
+	}
+	q.reachedDev, q.goDev = base+4*flagReached, base+4*flagGo
+	q.signal = e.cfg.Signal
+	if q.signal == SignalAuto {
+		switch err := dev.StreamWriteValue32(s, base+4*flagProbe, 1); {
+		case err == nil:
+			q.signal = SignalMemOps
+		case errors.Is(err, cudadrv.ErrNotSupported):
+			q.signal = SignalKernels
+		default:
+			dev.HostFree(p)
+			return nil, fmt.Errorf("stream: probing stream memory operations: %w", err)
+		}
+	}
+	if q.signal == SignalKernels {
+		if q.fn, err = e.module(dev); err != nil {
+			dev.HostFree(p)
+			return nil, err
+		}
+	}
+	if err := e.add(q); err != nil {
+		dev.HostFree(p)
+		return nil, err
+	}
+	return q, nil
+}
+
+// Signal is the mechanism the queue uses (never SignalAuto).
+func (q *Queue) Signal() Signal { return q.signal }
+
+// Depth is the number of operations the queue holds.
+func (q *Queue) Depth() int { return q.depth }
+
+// Pending is the number of operations enqueued and not finished: those the
+// stream has not been released from, and started nonblocking ones still in
+// flight.
+func (q *Queue) Pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ops) + q.active
+}
+
+// FullWaits counts the enqueues that found the queue full and waited.
+func (q *Queue) FullWaits() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.fullWaits
+}
+
+// TakeErr returns the first error of an operation that completed since the
+// last call, and forgets it; it says nothing of operations still pending.
+func (q *Queue) TakeErr() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	err := q.err
+	q.err = nil
+	return err
+}
+
+func closedErr(op string) error {
+	return &pt2pt.OpError{Op: op, Class: pt2pt.ErrOther, Err: fmt.Errorf("stream freed")}
+}
+
+// Enqueue puts op on the stream after the work already there. It returns
+// once the flag operations are issued (not when op runs); on a full queue
+// it first waits, on the calling goroutine, until the progress goroutine
+// releases an operation. An error means op was not enqueued, except for a
+// driver failure between the two flag operations, which also breaks the
+// queue (its later operations fail).
+func (q *Queue) Enqueue(op Op) error {
+	if op.Start == nil {
+		return &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrIntern, Err: fmt.Errorf("operation without Start")}
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return closedErr("enqueue")
+	}
+	q.enqueuing++
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.enqueuing--
+		q.mu.Unlock()
+	}()
+
+	q.issueMu.Lock()
+	defer q.issueMu.Unlock()
+	q.mu.Lock()
+	if len(q.ops) >= q.depth {
+		q.fullWaits++
+		for len(q.ops) >= q.depth {
+			q.space.Wait()
+		}
+	}
+	seq := q.seq + 1
+	q.mu.Unlock()
+	if q.signal == SignalKernels && seq >= kernelSeqLimit {
+		return &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrOther,
+			Err: fmt.Errorf("stream has issued 2^31 operations through flag kernels; create a new stream")}
+	}
+
+	// The driver calls run without q.mu: they may block while the CUDA
+	// stream is full, and the progress goroutine needs q.mu to release it.
+	if err := q.write(seq); err != nil {
+		return &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrOther, Err: err}
+	}
+	ent := &entry{seq: seq, op: op}
+	var werr error
+	if op.Block {
+		werr = q.wait(seq)
+	}
+	if werr != nil {
+		// The stream will write seq but not wait: keep the sequence
+		// intact with an operation that fails at once.
+		werr = &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrOther, Err: werr}
+		ent.op = Op{Start: func() (Poll, error) { return nil, werr }, Done: op.Done}
+	}
+	q.mu.Lock()
+	q.seq = seq
+	q.ops = append(q.ops, ent)
+	q.mu.Unlock()
+	q.e.poke()
+	return werr
+}
+
+// write issues "reached = seq" on the stream.
+func (q *Queue) write(seq uint32) error {
+	if q.signal == SignalMemOps {
+		return q.dev.StreamWriteValue32(q.s, q.reachedDev, seq)
+	}
+	return q.launchFlag(q.fn.write, q.reachedDev, seq)
+}
+
+// wait issues "wait until go >= seq" on the stream.
+func (q *Queue) wait(seq uint32) error {
+	if q.signal == SignalMemOps {
+		return q.dev.StreamWaitValue32(q.s, q.goDev, seq, cudadrv.WaitGEQ)
+	}
+	return q.launchFlag(q.fn.wait, q.goDev, seq)
+}
+
+func (q *Queue) launchFlag(f cudadrv.Function, flag cudadrv.DevicePtr, v uint32) error {
+	q.args.Reset()
+	q.args.Ptr(flag).U32(v)
+	return q.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(1), 0, q.s, &q.args)
+}
+
+// reachedBy reports whether the stream has got to operation seq, given the
+// last value it wrote (wrap-aware).
+func reachedBy(reached, seq uint32) bool { return int32(reached-seq) >= 0 }
+
+// progress advances q once: it polls started nonblocking operations,
+// starts the operations the stream has reached, and releases those that
+// are done. It reports whether anything changed and whether anything is
+// still pending. Progress goroutine only.
+func (q *Queue) progress() (progressed, pending bool) {
+	for i := 0; i < len(q.prog); {
+		ent := q.prog[i]
+		done, err := ent.poll()
+		if !done {
+			i++
+			continue
+		}
+		q.prog = slices.Delete(q.prog, i, i+1)
+		q.finish(ent, err)
+		q.mu.Lock()
+		q.active--
+		q.space.Broadcast()
+		q.mu.Unlock()
+		progressed = true
+	}
+	reached := atomic.LoadUint32(q.reached)
+	for {
+		q.mu.Lock()
+		if len(q.ops) == 0 {
+			q.mu.Unlock()
+			break
+		}
+		ent := q.ops[0]
+		q.mu.Unlock()
+		finished := false
+		var err error
+		if !ent.started {
+			if !reachedBy(reached, ent.seq) {
+				break
+			}
+			ent.started = true
+			progressed = true
+			ent.poll, err = ent.op.Start()
+			if err != nil || ent.poll == nil {
+				finished = true
+			}
+		}
+		if !finished {
+			if ent.op.Block {
+				done, perr := ent.poll()
+				if !done {
+					break // the stream waits here: nothing later has been reached
+				}
+				finished, err = true, perr
+			}
+		}
+		if finished {
+			q.finish(ent, err)
+		}
+		q.mu.Lock()
+		if !finished {
+			q.active++ // nonblocking, started: polled from prog until done
+		}
+		copy(q.ops, q.ops[1:])
+		q.ops[len(q.ops)-1] = nil
+		q.ops = q.ops[:len(q.ops)-1]
+		q.space.Broadcast()
+		q.mu.Unlock()
+		if !finished {
+			q.prog = append(q.prog, ent)
+		}
+		// Release the stream: after finish, so whatever Done records is
+		// visible to the host before the stream's later work can signal it.
+		atomic.StoreUint32(q.goFlag, ent.seq)
+		progressed = true
+	}
+	q.mu.Lock()
+	pending = len(q.ops) > 0 || q.active > 0
+	q.mu.Unlock()
+	return progressed, pending
+}
+
+// finish records an operation's outcome.
+func (q *Queue) finish(ent *entry, err error) {
+	if ent.op.Done != nil {
+		ent.op.Done(err)
+	}
+	if err != nil {
+		q.mu.Lock()
+		if q.err == nil {
+			q.err = err
+		}
+		q.mu.Unlock()
+	}
+}
+
+// Close unbinds the stream: an ErrPending error if operations are pending
+// or an enqueue is in progress (nothing changes then). Otherwise it waits
+// for the stream's work (the stream may still be reading the flags it was
+// released by) and frees the flags; the CUDA stream itself is the
+// caller's. Closing twice is an error.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return closedErr("stream free")
+	}
+	if n := len(q.ops) + q.active; n > 0 || q.enqueuing > 0 {
+		q.mu.Unlock()
+		return &pt2pt.OpError{Op: "stream free", Class: pt2pt.ErrPending,
+			Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", max(n, 1))}
+	}
+	q.closed = true
+	q.space.Broadcast()
+	q.mu.Unlock()
+	q.e.remove(q)
+	serr := q.dev.StreamSynchronize(q.s)
+	ferr := q.dev.HostFree(q.host)
+	if err := errors.Join(serr, ferr); err != nil {
+		return &pt2pt.OpError{Op: "stream free", Class: pt2pt.ErrOther, Err: err}
+	}
+	return nil
+}
