@@ -64,6 +64,10 @@ type Algorithm struct {
 	// Commutative: the operation must be commutative (the algorithm
 	// combines contributions out of rank order).
 	Commutative bool
+	// Direct: the algorithm is the device space's Direct engine (IPC-mapped
+	// peer buffers within a node), not a message schedule; it runs only
+	// device calls the engine supports.
+	Direct bool
 	// Cost is the α-β cost model (p ranks, n bytes; α latency, β time per
 	// byte, γ time per byte reduced), as in the algorithm's file.
 	Cost string
@@ -125,9 +129,21 @@ var catalog = []Algorithm{
 	{Kind: ReduceScatterBlock, Name: "ring", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterRing},
 	{Kind: ReduceScatterBlock, Name: "pairwise", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterPairwise},
 
+	{Kind: Bcast, Name: DirectName, Direct: true, Cost: directCost},
+	{Kind: Reduce, Name: DirectName, Direct: true, Cost: directCost},
+	{Kind: Allreduce, Name: DirectName, Direct: true, Cost: directCost},
+	{Kind: Allgather, Name: DirectName, Direct: true, Cost: directCost},
+	{Kind: Alltoall, Name: DirectName, Direct: true, Cost: directCost},
+	{Kind: ReduceScatterBlock, Name: DirectName, Direct: true, Cost: directCost},
+
 	{Kind: Scan, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + 2nγ)", build: scanRecursiveDoubling},
 	{Kind: Exscan, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + 2nγ)", build: scanRecursiveDoubling},
 }
+
+// directCost is the model of the Direct algorithms (coll/gpu): a few
+// flag round trips between GPUs, then each GPU reads what it needs of its
+// peers' data over its links (λ: link time per byte).
+const directCost = "2-3 flag round trips + (p-1)/p nλ per phase (NVLink reads), reductions in one kernel"
 
 // Catalog returns the algorithm table (a copy).
 func Catalog() []Algorithm { return append([]Algorithm(nil), catalog...) }

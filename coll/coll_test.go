@@ -124,6 +124,9 @@ func TestAlgorithms(t *testing.T) {
 		iters = 8
 	}
 	for _, alg := range coll.Catalog() {
+		if alg.Direct {
+			continue // device memory only: TestDeviceAlgorithms
+		}
 		t.Run(alg.Kind.String()+"/"+alg.Name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seedOf(alg.String()), 1))
 			opts := forced(t, alg)
@@ -158,7 +161,7 @@ func TestAlgorithms(t *testing.T) {
 // (op, type) pair once.
 func TestEveryOpType(t *testing.T) {
 	for _, alg := range coll.Catalog() {
-		if !isReduction(alg.Kind) {
+		if !isReduction(alg.Kind) || alg.Direct {
 			continue
 		}
 		t.Run(alg.Kind.String()+"/"+alg.Name, func(t *testing.T) {

@@ -102,6 +102,11 @@ func (c *config) choose(k Kind, bytes, ranks int, commutative bool) Algorithm {
 		return sel
 	}
 	a, _ := Lookup(k, name)
+	if a.Direct {
+		// startDirect has already run the call if it could.
+		c.warn(fmt.Sprintf("%s=%s runs only device buffers on ranks that map each other's memory (one node, CUDA IPC), with a predefined operation; using %s", k.VarName(), name, sel.Name))
+		return sel
+	}
 	if !a.Applicable(ranks, commutative) {
 		why := "power-of-two ranks"
 		if a.Commutative && !commutative {

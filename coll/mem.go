@@ -2,6 +2,7 @@ package coll
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/gompix/gompix/internal/dtype"
 )
@@ -39,8 +40,18 @@ func (Host) Copy(dst, src []byte) error {
 	return nil
 }
 
+// hostReduced counts the bytes Host.Reduce has combined (HostReducedBytes).
+var hostReduced atomic.Int64
+
+// HostReducedBytes is the number of input bytes collectives have reduced
+// on the host in this process. Device buffers are reduced by device
+// kernels only, so it does not move while only device collectives run: the
+// tests of coll/gpu and package mpi check exactly that.
+func HostReducedBytes() int64 { return hostReduced.Load() }
+
 // Reduce runs a predefined op through dtype.Reduce and a user op as given.
 func (Host) Reduce(op Op, t dtype.Type, in, inout []byte) error {
+	hostReduced.Add(int64(len(in)))
 	if op.User != nil {
 		return op.User(in, inout, t)
 	}

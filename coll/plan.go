@@ -37,6 +37,7 @@ type planKey struct {
 	avg     bool // the op is Avg (adds a scale step)
 	count   int
 	root    int
+	device  bool // the device space (its own scratch memory and selection)
 }
 
 // maxPlans bounds a State's plan cache; when it is full the cache starts
@@ -49,7 +50,7 @@ func (s *State) plan(b *builder, bytes int) (*plan, error) {
 	var key planKey
 	if b.cache {
 		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
-			avg: b.op.isAvg(), count: b.count, root: b.root}
+			avg: b.op.isAvg(), count: b.count, root: b.root, device: s.onDev}
 		if pl := s.plans[key]; pl != nil {
 			return pl, nil
 		}
@@ -98,20 +99,21 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 	if e == nil {
 		e = new(exec)
 	}
-	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, s.comm, s.mem, op, t, tag
+	comm, mem := s.space()
+	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, comm, mem, op, t, tag
 	e.bufs = [numSlots][]byte{slotSend: send, slotRecv: recv}
 	e.reqs = e.reqArr[:0]
 	if pl.tmp > 0 {
 		tb := pl.spare.Swap(nil)
 		if tb == nil {
-			buf, err := s.mem.Alloc(pl.tmp)
+			buf, err := mem.Alloc(pl.tmp)
 			if err != nil {
 				return nil, fmt.Errorf("coll: %v: scratch: %w", pl.alg, err)
 			}
 			tb = &tmpBuf{buf}
 		}
 		e.tmp, e.bufs[slotTmp] = tb, tb.b
-		if p, ok := s.comm.(Pinner); ok {
+		if p, ok := comm.(Pinner); ok {
 			e.pin = p.Pin(tb.b)
 		}
 	}

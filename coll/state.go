@@ -27,6 +27,9 @@ type State struct {
 	prog *Progress
 	cfg  config
 
+	dev   *Space // the device space (SetDevice); nil until then
+	onDev bool   // the calls being started run in dev (UseDevice)
+
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
 	spare atomic.Pointer[exec] // a released executor, for the next call
@@ -67,6 +70,12 @@ func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
 // start selects the algorithm, builds the schedule (or finds it built) and
 // returns its request.
 func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Request, error) {
+	if err := s.checkSpace(b); err != nil {
+		return nil, err
+	}
+	if r, ok, err := s.startDirect(b, bytes, send, recv, tag); ok {
+		return r, err
+	}
 	pl, err := s.plan(b, bytes)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,8 @@ type collRequest interface {
 
 // collState is a communicator's collective engine, created on first use.
 type collState struct {
-	st *coll.State
+	st  *coll.State
+	dev *devSpace // device collectives' space, set up by the first one
 }
 
 // engine returns c's coll.State; c.collMu is held.
@@ -203,11 +204,11 @@ func collBytes(b Buffer) ([]byte, error) {
 	if b == nil || isInPlace(b) {
 		return nil, nil
 	}
+	if bufferDevice(b) >= 0 {
+		return deviceBytes(b)
+	}
 	h := b.hostBytes()
 	if h == nil {
-		if b.Len() > 0 {
-			return nil, &pt2pt.OpError{Op: "collective", Class: ErrBuffer, Err: fmt.Errorf("device buffers are not supported by collectives yet")}
-		}
 		return empty, nil
 	}
 	return h, nil
@@ -247,10 +248,17 @@ func (c *Comm) start(block bool, name string, bufs []Buffer, f func(s *coll.Stat
 	if c.pc.Freed() {
 		return nil, &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
+	ord, err := callDevice(name, bufs)
+	if err != nil {
+		return nil, err
+	}
 	p := pinBuffers(bufs...)
 	c.collMu.Lock()
 	st := c.engine()
-	cr, err := f(st)
+	var cr coll.Request
+	if err = c.useSpace(st, ord); err == nil {
+		cr, err = f(st)
+	}
 	c.collMu.Unlock()
 	if err != nil {
 		unpin(p)

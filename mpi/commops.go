@@ -100,5 +100,11 @@ func (c *Comm) Free() error {
 	if err := c.check("comm free"); err != nil {
 		return err
 	}
-	return c.pc.Free()
+	if err := c.pc.Free(); err != nil {
+		return err
+	}
+	if err := c.closeDevice(); err != nil {
+		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
+	}
+	return nil
 }

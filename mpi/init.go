@@ -117,6 +117,7 @@ func start() (*state, error) {
 	s.engine = pt2pt.NewEngine(wrapGPU(t, gcfg), pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = env.Node
+	oneNode = env.LocalSize == env.Size
 	return s, nil
 }
 

@@ -1,0 +1,421 @@
+package coll_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gompix/gompix/coll"
+	"github.com/gompix/gompix/coll/colltest"
+	gpucoll "github.com/gompix/gompix/coll/gpu"
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/cudadrv/fake"
+	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/kernels"
+)
+
+// The property suite with device buffers: the same random cases and naive
+// reference as the host suite, with every rank's buffers in (fake) device
+// memory, its State given a device space (coll/gpu's Mem, a Comm that
+// stages messages through the driver as a GPU transport would, and the
+// IPC-direct engine), and its results copied back and checked. The fake
+// driver runs the reduction kernels' Go reference bodies, so this checks
+// the device code paths' logic in CI; the same cases run on real GPUs
+// through package mpi's device tests.
+
+// devWorld is one fake driver shared by the simulated ranks (rank r uses
+// device r%2, so IPC maps memory across devices and within one).
+func devWorld(t testing.TB) *fake.Driver {
+	d := fake.New(fake.Options{Devices: 2, TotalMem: 8 << 30, Kernels: kernels.HostKernel})
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// devOpts are the (op, type) pairs device reductions support: predefined
+// ops with a kernel.
+func devOpTypes() []opType {
+	var out []opType
+	for _, o := range allOpTypes() {
+		if o.op.User == nil && kernels.Has(o.op.Builtin, o.t) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// genDevCase is genCase restricted to what device memory supports.
+func genDevCase(r *rand.Rand, k coll.Kind, p, root int) *tcase {
+	if !isReduction(k) {
+		return genCase(r, k, p, root, false)
+	}
+	ots := devOpTypes()
+	return genCaseWith(r, k, p, root, ots[r.IntN(len(ots))])
+}
+
+// stagingComm moves device views through host copies over a colltest Comm:
+// what a GPU transport's staged path does, enough for the fake.
+type stagingComm struct {
+	*colltest.Comm
+	dev cudadrv.Device
+}
+
+func (c stagingComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
+	h := make([]byte, len(buf))
+	if len(buf) > 0 {
+		if err := c.dev.MemcpyDtoH(h, gpucoll.Addr(buf)); err != nil {
+			return nil, err
+		}
+	}
+	return c.Comm.Isend(h, dest, tag)
+}
+
+func (c stagingComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
+	h := make([]byte, len(buf))
+	q, err := c.Comm.Irecv(h, src, tag)
+	if err != nil {
+		return nil, err
+	}
+	return &stagedRecv{q: q, dev: c.dev, h: h, dst: buf}, nil
+}
+
+type stagedRecv struct {
+	q    coll.Request
+	dev  cudadrv.Device
+	h    []byte
+	dst  []byte
+	done bool
+	err  error
+}
+
+func (s *stagedRecv) finish() {
+	s.done = true
+	if n := s.Count(); s.err == nil && n > 0 {
+		s.err = s.dev.MemcpyHtoD(gpucoll.Addr(s.dst), s.h[:n])
+	}
+}
+
+func (s *stagedRecv) Test() (bool, error) {
+	if !s.done {
+		ok, err := s.q.Test()
+		if !ok {
+			return false, nil
+		}
+		s.err = err
+		s.finish()
+	}
+	return true, s.err
+}
+
+func (s *stagedRecv) Wait() error {
+	if !s.done {
+		s.err = s.q.Wait()
+		s.finish()
+	}
+	return s.err
+}
+
+func (s *stagedRecv) Count() int {
+	if c, ok := s.q.(coll.Counter); ok {
+		return c.Count()
+	}
+	return len(s.h)
+}
+
+// devBuf copies b into a new device allocation and returns its view
+// (nil for nil: in place; a non-nil empty slice for empty).
+func devBuf(dev cudadrv.Device, b []byte) (cudadrv.DevicePtr, []byte, error) {
+	if b == nil {
+		return 0, nil, nil
+	}
+	if len(b) == 0 {
+		return 0, []byte{}, nil
+	}
+	p, err := dev.MemAlloc(len(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	return p, gpucoll.View(p, len(b)), dev.MemcpyHtoD(p, b)
+}
+
+// runDeviceCase runs c with every buffer in device memory. direct adds the
+// IPC-direct engine to the device space (staging bytes per slot given).
+func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options, r *rand.Rand, direct bool, slot int) {
+	t.Helper()
+	w := colltest.NewWorld(c.p)
+	w.Slow = r.IntN(2) == 0
+	blocking := r.IntN(2) == 0
+	hostBefore := coll.HostReducedBytes()
+	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+		rank := cm.Rank()
+		dev, err := drv.Device(rank % 2)
+		if err != nil {
+			return err
+		}
+		o := perRank(opts)
+		s := coll.NewState(cm, o)
+		mem, err := gpucoll.NewMem(dev)
+		if err != nil {
+			return err
+		}
+		defer mem.Close()
+		sp := coll.Space{Comm: stagingComm{cm, dev}, Mem: mem}
+		if direct {
+			d, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(),
+				Lookup: func(name string) (string, bool) {
+					if name == "GOMPIX_GPU_COLL_STAGING" {
+						return fmt.Sprint(slot), true
+					}
+					return "", false
+				}})
+			if err != nil {
+				return err
+			}
+			if d == nil && c.p >= 2 {
+				return fmt.Errorf("no IPC-direct engine on %d ranks", c.p)
+			}
+			if d != nil {
+				defer d.Close()
+				sp.Direct = d
+			}
+		}
+		s.SetDevice(sp)
+		s.UseDevice(true)
+		b := &c.bufs[rank]
+		sendP, sendV, err := devBuf(dev, b.send)
+		if err != nil {
+			return err
+		}
+		fullP, fullV, err := devBuf(dev, b.full)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			for _, p := range []cudadrv.DevicePtr{sendP, fullP} {
+				if p != 0 {
+					dev.MemFree(p)
+				}
+			}
+		}()
+		db := *b
+		db.send = sendV
+		db.recv = nil
+		if b.recv != nil {
+			db.recv = []byte{}
+			if len(b.recv) > 0 {
+				db.recv = fullV[:len(b.recv)]
+			}
+		}
+		if blocking {
+			err = c.block(s, rank, &db)
+		} else {
+			var req coll.Request
+			if req, err = c.start(s, rank, &db); err == nil {
+				for {
+					done, e := req.Test()
+					if done {
+						err = e
+						break
+					}
+					runtime.Gosched()
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if fullP != 0 {
+			if err := dev.MemcpyDtoH(b.full, fullP); err != nil {
+				return err
+			}
+		}
+		if sendP != 0 {
+			got := make([]byte, len(b.send))
+			if err := dev.MemcpyDtoH(got, sendP); err != nil {
+				return err
+			}
+			if string(got) != string(b.sendCopy) {
+				return fmt.Errorf("send buffer modified")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("device %s (blocking=%v direct=%v): %v", c.desc, blocking, direct, err)
+	}
+	if d := coll.HostReducedBytes() - hostBefore; d != 0 {
+		t.Fatalf("device %s: %d bytes reduced on the host", c.desc, d)
+	}
+	for i, b := range c.bufs {
+		if !closeResult(c.t, b.full, b.want) {
+			t.Fatalf("device %s: rank %d receive buffer: %s", c.desc, i, diff(b.full, b.want))
+		}
+	}
+	if u, p := w.Pending(); u != 0 || p != 0 {
+		t.Fatalf("device %s: %d unmatched messages, %d unmatched receives left", c.desc, u, p)
+	}
+}
+
+// closeResult is sameResult, except that real types may differ by
+// rounding: Avg's kernels multiply by 1/p where the host divides by p, and
+// float16/bfloat16 kernels round once where the host rounds every step.
+// Integers must match bit for bit.
+func closeResult(t dtype.Type, got, want []byte) bool {
+	if sameResult(t, got, want) {
+		return true
+	}
+	if len(got) != len(want) || !t.IsFloat() {
+		return false
+	}
+	body := len(got) - guard
+	val := func(b []byte) float64 {
+		switch t {
+		case dtype.Float16:
+			return float64(dtype.Float16ToFloat32(binary.LittleEndian.Uint16(b)))
+		case dtype.BFloat16:
+			return float64(dtype.BFloat16ToFloat32(binary.LittleEndian.Uint16(b)))
+		case dtype.Float32:
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	tol := map[dtype.Type]float64{dtype.Float16: 1e-2, dtype.BFloat16: 1e-2, dtype.Float32: 1e-6, dtype.Float64: 1e-14}[t]
+	sz := t.Size()
+	for i := 0; i+sz <= body; i += sz {
+		g, w := val(got[i:i+sz]), val(want[i:i+sz])
+		if g == w || (math.IsNaN(g) && math.IsNaN(w)) {
+			continue
+		}
+		if math.Abs(g-w) > tol*math.Max(1, math.Abs(w)) {
+			return false
+		}
+	}
+	return string(got[body:]) == string(want[body:])
+}
+
+// TestDeviceAlgorithms is TestAlgorithms with device buffers: every
+// algorithm of the catalog forced (the schedules and the IPC-direct
+// engine), random rank counts, counts, roots, ops, types and in-place use.
+// Host reductions must not happen at all.
+func TestDeviceAlgorithms(t *testing.T) {
+	iters := 12
+	if testing.Short() {
+		iters = 3
+	}
+	drv := devWorld(t)
+	for _, alg := range coll.Catalog() {
+		t.Run(alg.Kind.String()+"/"+alg.Name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seedOf(alg.String()), 11))
+			opts := forced(t, alg)
+			for it := range iters {
+				p := 1 + r.IntN(9)
+				if it < 3 {
+					p = []int{2, 3, 1}[it]
+				}
+				if alg.PowerOfTwo {
+					p = 1 << r.IntN(4)
+				}
+				if alg.Direct {
+					p = 2 + r.IntN(kernels.MaxInputs-1)
+				}
+				root := 0
+				if isRooted(alg.Kind) {
+					root = r.IntN(p)
+				}
+				c := genDevCase(r, alg.Kind, p, root)
+				// Small slots send part of the direct cases down the
+				// mapped (IPC handle) path.
+				slot := []int{256, 1 << 20}[r.IntN(2)]
+				if inPlaceOnlyStaged(alg.Kind, c) {
+					slot = 64 << 20 // in place, these run staged only
+				}
+				runDeviceCase(t, drv, c, opts, r, alg.Direct, slot)
+			}
+		})
+	}
+}
+
+// inPlaceOnlyStaged: the in-place alltoall and reduce-scatter run directly
+// only when they fit a slot (their mapped mode would read buffers their
+// owners are overwriting).
+func inPlaceOnlyStaged(k coll.Kind, c *tcase) bool {
+	return (k == coll.Alltoall || k == coll.ReduceScatterBlock) && strings.Contains(c.desc, "inplace=true")
+}
+
+// TestDeviceEveryOpType runs every device-supported (op, type) pair through
+// the IPC-direct allreduce (both modes) and the ring schedule.
+func TestDeviceEveryOpType(t *testing.T) {
+	drv := devWorld(t)
+	for _, name := range []string{coll.DirectName, "ring"} {
+		alg, _ := coll.Lookup(coll.Allreduce, name)
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seedOf(name), 12))
+			opts := forced(t, alg)
+			for i, o := range devOpTypes() {
+				p := 2 + r.IntN(4)
+				c := genCaseWith(r, coll.Allreduce, p, 0, o)
+				runDeviceCase(t, drv, c, opts, r, alg.Direct, []int{256, 1 << 20}[i%2])
+			}
+		})
+	}
+}
+
+// TestDeviceSelected runs the default selection with device buffers: the
+// IPC-direct engine where it applies, schedules elsewhere (scan,
+// gathers...), and checks that the device kernels did the reductions.
+func TestDeviceSelected(t *testing.T) {
+	drv := devWorld(t)
+	r := rand.New(rand.NewPCG(13, 13))
+	opts := &coll.Options{
+		Lookup: func(string) (string, bool) { return "", false },
+		Warn:   func(msg string) { t.Errorf("unexpected warning: %s", msg) },
+	}
+	before := gpucoll.DeviceReducedBytes()
+	for _, k := range coll.Kinds() {
+		for range 2 {
+			p := 1 + r.IntN(6)
+			c := genDevCase(r, k, p, r.IntN(p))
+			runDeviceCase(t, drv, c, opts, r, true, 4096)
+		}
+	}
+	if gpucoll.DeviceReducedBytes() == before {
+		t.Fatal("no bytes reduced by device kernels")
+	}
+}
+
+// TestDeviceRefusesUserOps: a user-defined op (a Go function) or a type
+// without a kernel is an ErrOp on every rank before anything is sent.
+func TestDeviceRefusesUserOps(t *testing.T) {
+	drv := devWorld(t)
+	for _, o := range []opType{{xorOp, dtype.Int16}, {coll.Builtin(dtype.Sum), dtype.Complex64}} {
+		w := colltest.NewWorld(2)
+		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+			dev, _ := drv.Device(cm.Rank())
+			mem, err := gpucoll.NewMem(dev)
+			if err != nil {
+				return err
+			}
+			defer mem.Close()
+			s := coll.NewState(cm, perRank(nil))
+			s.SetDevice(coll.Space{Comm: stagingComm{cm, dev}, Mem: mem})
+			s.UseDevice(true)
+			p, v, err := devBuf(dev, make([]byte, 64))
+			if err != nil {
+				return err
+			}
+			defer dev.MemFree(p)
+			err = s.Allreduce(nil, v, 64/o.t.Size(), o.t, o.op)
+			if !errors.Is(err, dtype.ErrOp) {
+				return fmt.Errorf("%v on %v: got %v, want ErrOp", o.op, o.t, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,751 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/gompix/gompix/coll"
+	registry "github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/kernels"
+)
+
+// The Direct engine (coll.Direct): collectives on device buffers among ranks
+// whose GPUs map each other's memory (one node, CUDA IPC).
+//
+// Each rank owns a region of device memory, mapped by every peer at set-up:
+// flag words the peers write (one per peer and phase) and two staging slots.
+// A call runs on the engine's own stream in one of two modes:
+//
+//   - staged (what peers must read of this rank is at most the slot size):
+//     copy it into slot seq%2, tell every peer (a flag write into the
+//     peer's region), wait for every peer's flag, then read the peers' slots
+//     directly: one reduction kernel over all p slots, or copy-engine pulls.
+//     No host message at all; the slot of call s is next written by call
+//     s+2, after this rank has seen every peer pass a barrier of call s+1,
+//     which they write only once their reads of call s are done.
+//   - mapped (larger): the ranks exchange CUDA IPC handles of the user's
+//     buffers in host messages (opened once per buffer and cached), then
+//     read each other's buffers in place; allreduce is a reduce-scatter
+//     kernel (rank r reduces chunk r of every peer's input into its own
+//     output), a barrier, and copy-engine pulls of the peers' reduced
+//     chunks; a last barrier keeps every buffer alive and unchanged until
+//     all peers are done reading it.
+//
+// Flags hold the call's sequence number; waits are "flag >= seq", so a
+// later call's write also releases an earlier wait. Flags are written and
+// awaited by the stream itself (stream memory operations, or the one-thread
+// flag kernels where the driver lacks them), so a call needs no host
+// synchronisation until its completion is observed.
+
+var (
+	varStaging = registry.NewInt("GOMPIX_GPU_COLL_STAGING", 1<<20,
+		"bytes per staging slot of the IPC-direct collectives: what a rank exposes to its peers up to this size is copied to a pre-mapped slot (no host message); beyond it the user's buffers are mapped through IPC handles")
+	varDirect = registry.NewString("GOMPIX_GPU_COLL_DIRECT", "auto",
+		"IPC-direct device collectives within a node: auto (when every rank of the communicator is on one node and the GPUs map each other's memory) or off")
+	varFlags = registry.NewString("GOMPIX_GPU_COLL_FLAGS", "auto",
+		"how the IPC-direct collectives' streams write and await flags: memops (cuStreamWriteValue32/cuStreamWaitValue32), kernels (one-thread flag kernels), or auto (memops where the device supports them)")
+)
+
+// Vars lists the package's configuration variables.
+func Vars() []registry.Var { return []registry.Var{varStaging.Var, varDirect.Var, varFlags.Var} }
+
+// Flag words in a region: one per peer and phase.
+const (
+	maxRanks   = kernels.MaxInputs // one reduction kernel reads every rank's chunk
+	flagArrive = 0                 // staged mode: the slot is filled
+	flagMid    = 1                 // mapped mode: the reduce-scatter phase is done
+	flagFin    = 2                 // mapped mode: every read of the peer's buffers is done
+	numFlags   = 3
+	flagsBytes = 4096 // the flag area; the slots start after it
+)
+
+func flagOff(phase, rank int) int { return (phase*maxRanks + rank) * 4 }
+
+// DirectConfig is what NewDirect needs.
+type DirectConfig struct {
+	// Host carries the set-up exchange and the mapped mode's handle
+	// exchange: host-memory messages on the communicator's collective
+	// context.
+	Host coll.Comm
+	// Device is this rank's GPU.
+	Device cudadrv.Device
+	// SameNode must be true only if every rank of the communicator runs on
+	// this node; it must be the same on every rank.
+	SameNode bool
+	// Tag is the collective tag of the call during which the engine is set
+	// up (every rank makes it during the same call).
+	Tag int
+	// Lookup overrides configuration variables (tests); the environment
+	// when nil.
+	Lookup func(name string) (string, bool)
+}
+
+// Direct is the IPC-direct engine of one communicator.
+type Direct struct {
+	host    coll.Comm
+	dev     cudadrv.Device
+	mod     *Module
+	rank, p int
+	slot    int  // bytes per staging slot
+	memops  bool // flags by stream memory operations (else flag kernels)
+
+	stream cudadrv.Stream
+	region cudadrv.DevicePtr   // this rank's flags and slots
+	peers  []cudadrv.DevicePtr // every rank's region as mapped here (own at r)
+	seq    uint32
+
+	handles *handleCache
+
+	mu     sync.Mutex
+	events []cudadrv.Event // free completion events
+	closed bool
+}
+
+var _ coll.Direct = (*Direct)(nil)
+
+// NewDirect sets up the engine: a collective operation over cfg.Host,
+// which every rank must call during the same collective. It returns nil
+// (and no error) on every rank when the engine cannot run here (ranks on
+// several nodes, more ranks than one kernel reads, a peer whose memory
+// cannot be mapped, or GOMPIX_GPU_COLL_DIRECT=off): the collectives then run
+// as schedules over the GPU point-to-point paths.
+func NewDirect(cfg DirectConfig) (*Direct, error) {
+	get := func(v *registry.String) string {
+		if cfg.Lookup != nil {
+			if s, ok := cfg.Lookup(v.Name); ok {
+				return s
+			}
+		}
+		return v.Get()
+	}
+	p, r := cfg.Host.Size(), cfg.Host.Rank()
+	if !cfg.SameNode || p < 2 || p > maxRanks || get(varDirect) == "off" {
+		return nil, nil
+	}
+	slot, err := varStaging.Get()
+	if cfg.Lookup != nil {
+		if s, ok := cfg.Lookup(varStaging.Name); ok {
+			_, err = fmt.Sscan(s, &slot)
+		}
+	}
+	if err != nil || slot < 0 {
+		return nil, fmt.Errorf("coll/gpu: %s: %v", varStaging.Name, err)
+	}
+	slot = (slot + 255) &^ 255
+	memops := get(varFlags) != "kernels" // auto: memops unless set-up finds them unsupported
+	d := &Direct{host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, memops: memops,
+		peers: make([]cudadrv.DevicePtr, p), handles: newHandleCache(cfg.Device)}
+	ok, err := d.setup(cfg.Tag)
+	if err != nil || !ok {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// setup allocates and maps the regions. Two exchanges: every rank's region
+// handle (or a refusal), then whether every rank opened every peer's; both
+// always happen, so that every rank reaches the same verdict.
+func (d *Direct) setup(tag int) (bool, error) {
+	var local error
+	mod, err := LoadModule(d.dev)
+	if err == nil {
+		d.mod = mod
+		d.stream, err = d.dev.StreamCreate()
+	}
+	var h cudadrv.IpcMemHandle
+	if err == nil {
+		size := flagsBytes + 2*d.slot
+		if d.region, err = d.dev.MemAlloc(size); err == nil {
+			d.peers[d.rank] = d.region
+			if err = d.dev.MemcpyHtoD(d.region, make([]byte, flagsBytes)); err == nil {
+				h, err = d.dev.IpcGetMemHandle(d.region)
+			}
+			if err == nil && d.memops {
+				// Drivers without stream memory operations say so here;
+				// the flag kernels do the same job a little slower.
+				spare := d.region + flagsBytes - 4
+				if e := d.dev.StreamWriteValue32(d.stream, spare, 0); errors.Is(e, cudadrv.ErrNotSupported) {
+					d.memops = false
+				} else if e == nil {
+					err = d.dev.StreamSynchronize(d.stream)
+				} else {
+					err = e
+				}
+			}
+		}
+	}
+	local = err
+	rec := make([]byte, 1+len(h))
+	if local == nil {
+		rec[0] = 1
+		copy(rec[1:], h[:])
+	}
+	got, err := d.allgather(rec, tag)
+	if err != nil {
+		return false, err
+	}
+	all := true
+	for i, g := range got {
+		if g[0] != 1 {
+			all = false
+			continue
+		}
+		if i == d.rank || local != nil {
+			continue
+		}
+		var ph cudadrv.IpcMemHandle
+		copy(ph[:], g[1:])
+		if d.peers[i], err = d.dev.IpcOpenMemHandle(ph); err != nil {
+			local, d.peers[i] = err, 0
+		}
+	}
+	mine := []byte{1}
+	if local != nil || !all {
+		mine[0] = 0
+	}
+	verdicts, err := d.allgather(mine, tag)
+	if err != nil {
+		return false, err
+	}
+	for _, v := range verdicts {
+		if v[0] != 1 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// allgather exchanges one small host record with every peer (blocking:
+// set-up only).
+func (d *Direct) allgather(rec []byte, tag int) ([][]byte, error) {
+	out := make([][]byte, d.p)
+	out[d.rank] = rec
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&rec[0])
+	var reqs []coll.Request
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		out[i] = make([]byte, len(rec))
+		pin.Pin(&out[i][0])
+		q, err := d.host.Irecv(out[i], i, tag)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, q)
+	}
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		q, err := d.host.Isend(rec, i, tag)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, q)
+	}
+	var errs []error
+	for _, q := range reqs {
+		errs = append(errs, q.Wait())
+	}
+	return out, errors.Join(errs...)
+}
+
+// Close frees the engine's memory and mappings. Calls must have completed.
+func (d *Direct) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for i, pp := range d.peers {
+		if i != d.rank && pp != 0 {
+			errs = append(errs, d.dev.IpcCloseMemHandle(pp))
+		}
+	}
+	errs = append(errs, d.handles.closeAll())
+	if d.region != 0 {
+		errs = append(errs, d.dev.MemFree(d.region))
+	}
+	for _, e := range d.events {
+		errs = append(errs, d.dev.EventDestroy(e))
+	}
+	if d.stream != 0 {
+		errs = append(errs, d.dev.StreamDestroy(d.stream))
+	}
+	return errors.Join(errs...)
+}
+
+// slotAddr is rank i's staging slot for sequence number s, as mapped here.
+func (d *Direct) slotAddr(i int, s uint32) cudadrv.DevicePtr {
+	return d.peers[i] + flagsBytes + cudadrv.DevicePtr(int(s%2)*d.slot)
+}
+
+// Supports reports whether the call runs here; it depends only on the call
+// and on the engine's set-up verdict (the same on every rank).
+func (d *Direct) Supports(c *coll.DirectCall) bool {
+	if !kernelsFor(c) {
+		return false
+	}
+	switch c.Kind {
+	case coll.Allreduce, coll.Reduce, coll.Bcast, coll.Allgather:
+		return true
+	case coll.Alltoall, coll.ReduceScatterBlock:
+		// In place, the mapped mode's readers would race the writers of
+		// the same buffer: in place runs only staged.
+		return c.Send != nil || d.exposed(c) <= d.slot
+	}
+	return false
+}
+
+func kernelsFor(c *coll.DirectCall) bool {
+	switch c.Kind {
+	case coll.Allreduce, coll.Reduce, coll.ReduceScatterBlock:
+		return kernels.Has(c.Op, c.Type)
+	}
+	return true
+}
+
+// exposed is how many bytes of its data a rank must make readable by its
+// peers for c (the same on every rank, whatever its role).
+func (d *Direct) exposed(c *coll.DirectCall) int {
+	n := c.Count * c.Type.Size()
+	switch c.Kind {
+	case coll.Alltoall, coll.ReduceScatterBlock:
+		return n * d.p
+	}
+	return n
+}
+
+// Start enqueues the call on the engine's stream (staged mode) or posts the
+// handle exchange that precedes it (mapped mode).
+func (d *Direct) Start(c *coll.DirectCall) (coll.Request, error) {
+	d.seq++
+	q := &directReq{d: d, c: *c, seq: d.seq}
+	if d.exposed(c) <= d.slot {
+		if err := d.enqueueStaged(q); err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
+	if err := q.postExchange(); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// signal makes the stream tell every peer it reached phase (after all its
+// earlier work), then wait until every peer has told it the same.
+func (d *Direct) barrier(phase int, s uint32) error {
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		if err := d.writeFlag(d.peers[i]+cudadrv.DevicePtr(flagOff(phase, d.rank)), s); err != nil {
+			return err
+		}
+	}
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		if err := d.waitFlag(d.region+cudadrv.DevicePtr(flagOff(phase, i)), s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Direct) writeFlag(addr cudadrv.DevicePtr, v uint32) error {
+	if d.memops {
+		return d.dev.StreamWriteValue32(d.stream, addr, v)
+	}
+	return d.flagKernel(kernels.WriteFlag, addr, v)
+}
+
+func (d *Direct) waitFlag(addr cudadrv.DevicePtr, v uint32) error {
+	if d.memops {
+		return d.dev.StreamWaitValue32(d.stream, addr, v, cudadrv.WaitGEQ)
+	}
+	return d.flagKernel(kernels.WaitFlag, addr, v)
+}
+
+func (d *Direct) flagKernel(name string, addr cudadrv.DevicePtr, v uint32) error {
+	f, err := d.mod.function(name)
+	if err != nil {
+		return err
+	}
+	var args cudadrv.KernelArgs // gompix_wait_flag / gompix_write_flag(u32 *flag, u32 value)
+	args.U64(uint64(addr)).U32(v)
+	return d.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(1), 0, d.stream, &args)
+}
+
+// copyAsync enqueues a device copy (either side may be a peer's mapped
+// memory: the copy engine reads or writes over the link).
+func (d *Direct) copyAsync(dst, src cudadrv.DevicePtr, n int) error {
+	if n == 0 || dst == src {
+		return nil
+	}
+	return d.dev.MemcpyDtoDAsync(dst, src, n, d.stream)
+}
+
+// reduce enqueues out = op(in...) for the call's op and type over n
+// elements.
+func (d *Direct) reduce(c *coll.DirectCall, out cudadrv.DevicePtr, in []cudadrv.DevicePtr, n int) error {
+	return d.mod.LaunchReduce(d.stream, c.Op, c.Type, out, in, n, c.Contributors)
+}
+
+// enqueueStaged runs a call whose exposed data fits a slot.
+func (d *Direct) enqueueStaged(q *directReq) error {
+	c, s, r, p := &q.c, q.seq, d.rank, d.p
+	esz := c.Type.Size()
+	n := c.Count * esz
+	send, recv := Addr(c.Send), Addr(c.Recv)
+	src := send
+	if c.Send == nil {
+		src = recv
+	}
+	mySlot := d.slotAddr(r, s)
+	slots := make([]cudadrv.DevicePtr, p)
+	for i := range p {
+		slots[i] = d.slotAddr(i, s)
+	}
+	var err error
+	switch c.Kind {
+	case coll.Allreduce, coll.Reduce:
+		if err = d.copyAsync(mySlot, src, n); err == nil {
+			err = d.barrier(flagArrive, s)
+		}
+		if err == nil && (c.Kind == coll.Allreduce || r == c.Root) {
+			err = d.reduce(c, recv, slots, c.Count)
+		}
+	case coll.Bcast:
+		if r == c.Root {
+			err = d.copyAsync(mySlot, recv, n)
+		}
+		if err == nil {
+			err = d.barrier(flagArrive, s)
+		}
+		if err == nil && r != c.Root {
+			err = d.copyAsync(recv, slots[c.Root], n)
+		}
+	case coll.Allgather:
+		if c.Send == nil {
+			src = recv + cudadrv.DevicePtr(r*n)
+		}
+		if err = d.copyAsync(mySlot, src, n); err == nil {
+			err = d.barrier(flagArrive, s)
+		}
+		for i := 0; i < p && err == nil; i++ {
+			from := slots[i]
+			if i == r {
+				from = src
+			}
+			err = d.copyAsync(recv+cudadrv.DevicePtr(i*n), from, n)
+		}
+	case coll.Alltoall:
+		if err = d.copyAsync(mySlot, src, n*p); err == nil {
+			err = d.barrier(flagArrive, s)
+		}
+		for i := 0; i < p && err == nil; i++ {
+			err = d.copyAsync(recv+cudadrv.DevicePtr(i*n), slots[i]+cudadrv.DevicePtr(r*n), n)
+		}
+	case coll.ReduceScatterBlock:
+		if err = d.copyAsync(mySlot, src, n*p); err == nil {
+			err = d.barrier(flagArrive, s)
+		}
+		if err == nil {
+			in := make([]cudadrv.DevicePtr, p)
+			for i := range p {
+				in[i] = slots[i] + cudadrv.DevicePtr(r*n)
+			}
+			err = d.reduce(c, recv, in, c.Count)
+		}
+	default:
+		err = fmt.Errorf("coll/gpu: %v is not a direct collective", c.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	return q.record()
+}
+
+// chunk is rank i's share [off, off+n) of count elements, cut on 16-byte
+// boundaries so that the kernels' vector loads stay aligned.
+func chunk(count, esz, p, i int) (off, n int) {
+	per := 16 / esz
+	if per < 1 {
+		per = 1
+	}
+	units := (count + per - 1) / per
+	lo, hi := units*i/p*per, units*(i+1)/p*per
+	lo, hi = min(lo, count), min(hi, count)
+	return lo, hi - lo
+}
+
+// enqueueMapped runs a call on the user's buffers, mapped through the
+// handles q's exchange delivered.
+func (d *Direct) enqueueMapped(q *directReq) error {
+	c, s, r, p := &q.c, q.seq, d.rank, d.p
+	esz := c.Type.Size()
+	n := c.Count * esz
+	ins, outs := q.peerSend, q.peerRecv // every rank's buffers as mapped here
+	var err error
+	switch c.Kind {
+	case coll.Allreduce:
+		off, cnt := chunk(c.Count, esz, p, r)
+		at := cudadrv.DevicePtr(off * esz)
+		in := make([]cudadrv.DevicePtr, p)
+		for i := range p {
+			in[i] = ins[i] + at
+		}
+		if err = d.reduce(c, outs[r]+at, in, cnt); err == nil {
+			err = d.barrier(flagMid, s)
+		}
+		for i := 0; i < p && err == nil; i++ {
+			if i == r {
+				continue
+			}
+			o, k := chunk(c.Count, esz, p, i)
+			err = d.copyAsync(outs[r]+cudadrv.DevicePtr(o*esz), outs[i]+cudadrv.DevicePtr(o*esz), k*esz)
+		}
+	case coll.Reduce:
+		if r == c.Root {
+			err = d.reduce(c, outs[r], ins, c.Count)
+		}
+	case coll.Bcast:
+		if r != c.Root {
+			err = d.copyAsync(outs[r], outs[c.Root], n)
+		}
+	case coll.Allgather:
+		for i := 0; i < p && err == nil; i++ {
+			err = d.copyAsync(outs[r]+cudadrv.DevicePtr(i*n), ins[i], n)
+		}
+	case coll.Alltoall:
+		for i := 0; i < p && err == nil; i++ {
+			err = d.copyAsync(outs[r]+cudadrv.DevicePtr(i*n), ins[i]+cudadrv.DevicePtr(r*n), n)
+		}
+	case coll.ReduceScatterBlock:
+		in := make([]cudadrv.DevicePtr, p)
+		for i := range p {
+			in[i] = ins[i] + cudadrv.DevicePtr(r*n)
+		}
+		err = d.reduce(c, outs[r], in, c.Count)
+	default:
+		err = fmt.Errorf("coll/gpu: %v is not a direct collective", c.Kind)
+	}
+	if err == nil {
+		err = d.barrier(flagFin, s)
+	}
+	if err != nil {
+		return err
+	}
+	return q.record()
+}
+
+// directReq is one Direct call: its handle exchange (mapped mode), then the
+// completion event of its stream work.
+type directReq struct {
+	d   *Direct
+	c   coll.DirectCall
+	seq uint32
+
+	// mapped mode's exchange
+	rec      []byte // this rank's record
+	recs     [][]byte
+	msgs     []coll.Request
+	pin      runtime.Pinner
+	peerSend []cudadrv.DevicePtr
+	peerRecv []cudadrv.DevicePtr
+	held     []*mapping
+
+	ev      cudadrv.Event
+	enqueue bool // the stream work is enqueued
+	done    bool
+	err     error
+}
+
+// record ends the enqueued work with an event Test can query.
+func (q *directReq) record() error {
+	d := q.d
+	d.mu.Lock()
+	if n := len(d.events); n > 0 {
+		q.ev, d.events = d.events[n-1], d.events[:n-1]
+	}
+	d.mu.Unlock()
+	if q.ev == 0 {
+		ev, err := d.dev.EventCreate(false)
+		if err != nil {
+			return err
+		}
+		q.ev = ev
+	}
+	q.enqueue = true
+	return d.dev.EventRecord(q.ev, d.stream)
+}
+
+// Test reports whether the call has completed.
+func (q *directReq) Test() (bool, error) {
+	if q.done {
+		return true, q.err
+	}
+	if !q.enqueue {
+		ok, err := q.exchanged()
+		if err != nil || !ok {
+			if err != nil {
+				q.finish(err)
+			}
+			return q.done, q.err
+		}
+		if err := q.d.enqueueMapped(q); err != nil {
+			q.finish(err)
+			return true, q.err
+		}
+	}
+	ok, err := q.d.dev.EventQuery(q.ev)
+	if err != nil {
+		q.finish(err)
+		return true, q.err
+	}
+	if ok {
+		q.finish(nil)
+	}
+	return q.done, q.err
+}
+
+// Wait blocks until the call has completed.
+func (q *directReq) Wait() error {
+	for {
+		if done, err := q.Test(); done {
+			return err
+		}
+		if q.enqueue {
+			if err := q.d.dev.EventSynchronize(q.ev); err != nil {
+				q.finish(err)
+				return q.err
+			}
+			continue
+		}
+		runtime.Gosched()
+	}
+}
+
+func (q *directReq) finish(err error) {
+	q.done, q.err = true, err
+	q.pin.Unpin()
+	for _, m := range q.held {
+		q.d.handles.release(m)
+	}
+	q.held = nil
+	if q.ev != 0 && err == nil {
+		q.d.mu.Lock()
+		q.d.events = append(q.d.events, q.ev)
+		q.d.mu.Unlock()
+		q.ev = 0
+	}
+}
+
+// Mapped mode: each rank describes its send and receive buffers (IPC
+// handle of the allocation, offset, allocation id) to every peer.
+
+const bufRecSize = 64 + 8 + 8 + 8 // handle, offset, buffer id, present
+
+func (q *directReq) postExchange() error {
+	d, c := q.d, &q.c
+	q.rec = make([]byte, 2*bufRecSize)
+	for j, b := range [][]byte{c.Send, c.Recv} {
+		if len(b) == 0 {
+			continue
+		}
+		h, off, id, err := d.handles.export(Addr(b))
+		if err != nil {
+			return err
+		}
+		e := q.rec[j*bufRecSize:]
+		copy(e, h[:])
+		binary.LittleEndian.PutUint64(e[64:], uint64(off))
+		binary.LittleEndian.PutUint64(e[72:], id)
+		binary.LittleEndian.PutUint64(e[80:], 1)
+	}
+	q.recs = make([][]byte, d.p)
+	q.pin.Pin(&q.rec[0])
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		q.recs[i] = make([]byte, len(q.rec))
+		q.pin.Pin(&q.recs[i][0])
+		m, err := d.host.Irecv(q.recs[i], i, c.Tag)
+		if err != nil {
+			return err
+		}
+		q.msgs = append(q.msgs, m)
+	}
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		m, err := d.host.Isend(q.rec, i, c.Tag)
+		if err != nil {
+			return err
+		}
+		q.msgs = append(q.msgs, m)
+	}
+	return nil
+}
+
+// exchanged completes the handle exchange and opens the peers' buffers.
+func (q *directReq) exchanged() (bool, error) {
+	for i, m := range q.msgs {
+		if m == nil {
+			continue
+		}
+		ok, err := m.Test()
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, nil
+		}
+		q.msgs[i] = nil
+	}
+	d, c := q.d, &q.c
+	q.peerSend = make([]cudadrv.DevicePtr, d.p)
+	q.peerRecv = make([]cudadrv.DevicePtr, d.p)
+	q.peerSend[d.rank], q.peerRecv[d.rank] = Addr(c.Send), Addr(c.Recv)
+	for i := range d.p {
+		if i == d.rank {
+			continue
+		}
+		for j, dst := range []*cudadrv.DevicePtr{&q.peerSend[i], &q.peerRecv[i]} {
+			e := q.recs[i][j*bufRecSize:]
+			if binary.LittleEndian.Uint64(e[80:]) == 0 {
+				continue
+			}
+			var h cudadrv.IpcMemHandle
+			copy(h[:], e[:64])
+			m, err := d.handles.open(i, binary.LittleEndian.Uint64(e[72:]), h)
+			if err != nil {
+				return false, err
+			}
+			q.held = append(q.held, m)
+			*dst = m.base + cudadrv.DevicePtr(binary.LittleEndian.Uint64(e[64:]))
+		}
+	}
+	// In place: the contribution is in the receive buffer.
+	for i := range d.p {
+		if q.peerSend[i] == 0 {
+			q.peerSend[i] = q.peerRecv[i]
+		}
+	}
+	return true, nil
+}

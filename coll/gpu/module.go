@@ -1,0 +1,104 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/kernels"
+)
+
+// Module is the kernel image loaded into one device's context, with its
+// functions looked up on first use.
+type Module struct {
+	dev   cudadrv.Device
+	mod   cudadrv.Module
+	image kernels.Image
+	sms   int
+
+	mu  sync.Mutex
+	fns map[string]cudadrv.Function
+}
+
+// modules caches one Module per device for the process's lifetime (the
+// primary contexts they live in are never released; see mpi's gpuState).
+var modules sync.Map // cudadrv.Device -> *moduleOnce
+
+type moduleOnce struct {
+	once sync.Once
+	m    *Module
+	err  error
+}
+
+// LoadModule returns dev's kernel module, loading it on first use (the
+// sm_90 cubin, the PTX, or NVRTC's build of the source: kernels.Load).
+func LoadModule(dev cudadrv.Device) (*Module, error) {
+	v, _ := modules.LoadOrStore(dev, &moduleOnce{})
+	o := v.(*moduleOnce)
+	o.once.Do(func() {
+		mod, img, err := kernels.Load[cudadrv.Module](dev, cudadrv.NVRTCCompile)
+		if err != nil {
+			o.err = err
+			return
+		}
+		sms, err := dev.Attribute(cudadrv.AttrMultiprocessorCount)
+		if err != nil || sms <= 0 {
+			sms = 1
+		}
+		o.m = &Module{dev: dev, mod: mod, image: img, sms: sms, fns: map[string]cudadrv.Function{}}
+	})
+	return o.m, o.err
+}
+
+// Image says which kernel image the module was loaded from.
+func (m *Module) Image() kernels.Image { return m.image }
+
+func (m *Module) function(name string) (cudadrv.Function, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f, ok := m.fns[name]; ok {
+		return f, nil
+	}
+	f, err := m.dev.ModuleFunction(m.mod, name)
+	if err != nil {
+		return 0, err
+	}
+	m.fns[name] = f
+	return f, nil
+}
+
+// LaunchReduce enqueues out = op(in...) over n elements of t on stream s:
+// one kernel, whatever the inputs' locations (local, IPC-mapped peer or
+// host-mapped memory). contributors is Avg's divisor (0: len(in)).
+func (m *Module) LaunchReduce(s cudadrv.Stream, op dtype.Op, t dtype.Type, out cudadrv.DevicePtr, in []cudadrv.DevicePtr, n int, contributors int) error {
+	if n == 0 {
+		return nil
+	}
+	name, err := kernels.Reduce(op, t, len(in))
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, dtype.ErrOp)
+	}
+	f, err := m.function(name)
+	if err != nil {
+		return err
+	}
+	ins := make([]uintptr, len(in))
+	for i, p := range in {
+		ins[i] = uintptr(p)
+	}
+	a, err := kernels.NewReduceArgs(op, uintptr(out), ins, uint64(n), contributors)
+	if err != nil {
+		return err
+	}
+	var raw [kernels.ReduceArgsSize]byte
+	a.Marshal(raw[:])
+	var args cudadrv.KernelArgs
+	args.Struct(raw[:], kernels.ReduceArgsAlign)
+	grid, block := kernels.LaunchDims(t, uint64(n), m.sms)
+	if err := m.dev.LaunchKernel(f, cudadrv.D1(grid), cudadrv.D1(block), 0, s, &args); err != nil {
+		return err
+	}
+	deviceReduced.Add(int64(n * t.Size() * len(in)))
+	return nil
+}

@@ -1,0 +1,136 @@
+package coll
+
+import (
+	"fmt"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
+
+// A Space is where one call's buffers live and how their data moves: the
+// Comm that carries the schedule's messages and the Mem that runs its local
+// steps (copies, reductions, the scale of Avg). A State runs host calls in
+// its host space (the Comm it was made with, and Options.Mem) and, once
+// SetDevice has given it one, device calls in its device space, whose Mem
+// reduces with device kernels and whose Comm posts device-memory messages.
+// Both spaces share the State's sequence of tags, so host and device
+// collectives may be in flight on one communicator at once.
+type Space struct {
+	Comm Comm
+	Mem  Mem
+	// Direct, when not nil, runs the collectives it supports without a
+	// message schedule (DESIGN.md §7: within a node, each GPU maps its
+	// peers' buffers and reduces them in one kernel).
+	Direct Direct
+}
+
+// Direct runs collectives on device memory that every rank can map (CUDA
+// IPC within a node). It is a catalog algorithm like the others
+// (DirectName), chosen by Select for device calls when the Space has one and
+// forced or refused with GOMPIX_<COLL>_ALGORITHM.
+type Direct interface {
+	// Supports reports whether the call can run directly. It must give the
+	// same answer on every rank for the same call, since the ranks then run
+	// different protocols otherwise.
+	Supports(c *DirectCall) bool
+	// Start starts the call. It is called with the State's lock held, in
+	// the same order on every rank; the Request it returns is driven like a
+	// schedule's.
+	Start(c *DirectCall) (Request, error)
+}
+
+// DirectCall is one collective for a Direct engine, after coll's argument
+// checks: buffers are byte views of device memory (never read on the host).
+type DirectCall struct {
+	Kind  Kind
+	Send  []byte // nil: in place (the contribution is in Recv)
+	Recv  []byte
+	Count int // elements: the whole vector (bcast, reduce, allreduce, reduce_scatter_block: per rank), one block (allgather, alltoall)
+	Type  dtype.Type
+	Op    dtype.Op // predefined operations only
+	Root  int
+	Tag   int // the call's collective tag, for any host messages it needs
+	// Contributors is the number of ranks an Avg divides by.
+	Contributors int
+}
+
+// DirectName is the catalog name of the Direct algorithms.
+const DirectName = "ipc_direct"
+
+// SetDevice gives the State its device space. Calls made while UseDevice is
+// on run there.
+func (s *State) SetDevice(sp Space) { s.dev = &sp }
+
+// HasDevice reports whether SetDevice has been called.
+func (s *State) HasDevice() bool { return s.dev != nil }
+
+// UseDevice selects the space of the calls that follow: the device space
+// (true; SetDevice must have been called) or the host space.
+func (s *State) UseDevice(on bool) { s.onDev = on && s.dev != nil }
+
+// space is the active space.
+func (s *State) space() (Comm, Mem) {
+	if s.onDev {
+		return s.dev.Comm, s.dev.Mem
+	}
+	return s.comm, s.mem
+}
+
+// startDirect runs a device call through the space's Direct engine when the
+// selection (or GOMPIX_<COLL>_ALGORITHM) picks it and the engine supports
+// the call; ok reports whether it did (or failed trying).
+func (s *State) startDirect(b *builder, bytes int, send, recv []byte, tag int) (r Request, ok bool, err error) {
+	if !s.onDev || s.dev.Direct == nil {
+		return nil, false, nil
+	}
+	if f := s.cfg.force[b.kind]; f != "" && f != DirectName {
+		return nil, false, nil
+	}
+	if b.op.User != nil {
+		return nil, false, nil
+	}
+	c := &DirectCall{Kind: b.kind, Send: send, Recv: recv, Count: b.count, Type: b.t, Op: b.op.Builtin,
+		Root: b.root, Tag: tag, Contributors: b.size}
+	if b.inPlace {
+		c.Send = nil
+	}
+	if b.kind == ReduceScatterBlock {
+		c.Count = b.count / max(1, b.size)
+	}
+	if !s.dev.Direct.Supports(c) {
+		return nil, false, nil
+	}
+	r, err = s.dev.Direct.Start(c)
+	if err != nil {
+		return nil, true, fmt.Errorf("coll: %v:%s: %w", b.kind, DirectName, err)
+	}
+	return r, true, nil
+}
+
+// ReserveTag consumes the next collective tag for a caller's own messages
+// on the collective context (the set-up exchange of a Direct engine, made
+// by every rank during the same call).
+func (s *State) ReserveTag() int { return s.nextTag() }
+
+// OpChecker is implemented by a Mem that cannot run every operation (a
+// device Mem runs predefined operations only, on the types its kernels
+// cover). The State asks it before starting a reduction, so that every
+// rank refuses the call up front rather than some ranks failing midway.
+type OpChecker interface {
+	CheckOp(op Op, t dtype.Type) error
+}
+
+// checkSpace refuses a reduction the active space cannot compute.
+func (s *State) checkSpace(b *builder) error {
+	switch b.kind {
+	case Reduce, Allreduce, ReduceScatter, ReduceScatterBlock, Scan, Exscan:
+	default:
+		return nil
+	}
+	_, mem := s.space()
+	if ck, ok := mem.(OpChecker); ok {
+		if err := ck.CheckOp(b.op, b.t); err != nil {
+			return fmt.Errorf("coll: %v: %w", b.kind, err)
+		}
+	}
+	return nil
+}

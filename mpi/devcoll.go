@@ -1,0 +1,189 @@
+package mpi
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/gompix/gompix/coll"
+	gpucoll "github.com/gompix/gompix/coll/gpu"
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Collectives on device buffers (DESIGN.md §7). A communicator's coll.State
+// gets a device space on its first device collective: the device's
+// coll/gpu.Mem (reductions in kernels, device scratch), a Comm that posts
+// device-memory messages (the GPU point-to-point paths: IPC or staged), and,
+// when every rank is on this node and the GPUs map each other's memory, the
+// IPC-direct engine. Its set-up is itself collective, which is why every
+// rank must pass device buffers to a collective call when any rank does:
+// mixing host buffers on some ranks and device buffers on others in one
+// collective is refused on this rank when it mixes kinds itself, and is not
+// supported across ranks.
+
+// devSpace is what a communicator keeps for device collectives.
+type devSpace struct {
+	ord    int
+	mem    *gpucoll.Mem
+	direct *gpucoll.Direct // nil: schedules only
+}
+
+// oneNode reports whether every rank of the job runs on this node (set by
+// Init; true for in-process test jobs). gompirun starts every rank on one
+// node today.
+var oneNode = true
+
+// bufferDevice is the device ordinal of a device buffer, -1 for host memory,
+// InPlace and nil.
+func bufferDevice(b Buffer) int {
+	if d, ok := b.(interface{ Device() int }); ok && b != nil && !isInPlace(b) {
+		return d.Device()
+	}
+	return -1
+}
+
+// callDevice classifies a collective call's buffers: the device they live on,
+// or -1 for host buffers. Mixing host and device buffers (or two devices)
+// in one call is an ErrBuffer.
+func callDevice(name string, bufs []Buffer) (int, error) {
+	dev, host := -1, false
+	for _, b := range bufs {
+		if b == nil || isInPlace(b) {
+			continue
+		}
+		d := bufferDevice(b)
+		switch {
+		case d < 0 && b.hostBytes() == nil && b.Len() == 0:
+			// an empty host buffer counts for neither kind
+		case d < 0:
+			host = true
+		case dev >= 0 && d != dev:
+			return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("buffers on devices %d and %d", dev, d)}
+		default:
+			dev = d
+		}
+	}
+	if dev >= 0 && host {
+		return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("host and device buffers mixed in one collective; pass device buffers for all of them")}
+	}
+	return dev, nil
+}
+
+// deviceBytes is the byte view coll works on for a device buffer (see
+// coll/gpu.View); never read on the host.
+func deviceBytes(b Buffer) ([]byte, error) {
+	m := b.mem()
+	if m.Len > 0 && m.Ptr == nil {
+		return nil, &pt2pt.OpError{Op: "collective", Class: ErrBuffer, Err: fmt.Errorf("device buffer used after Free")}
+	}
+	if m.Len == 0 {
+		return empty, nil
+	}
+	return gpucoll.View(cudadrv.DevicePtr(uintptr(m.Ptr)), m.Len), nil
+}
+
+// useSpace points st at the space of a call on device ord (-1: host),
+// setting the device space up on first use. c.collMu is held; the set-up
+// runs the IPC-direct engine's collective exchange, during the same call
+// on every rank.
+func (c *Comm) useSpace(st *coll.State, ord int) error {
+	if ord < 0 {
+		st.UseDevice(false)
+		return nil
+	}
+	if ds := c.coll.dev; ds != nil {
+		if ds.ord != ord {
+			return fmt.Errorf("device collectives of this communicator run on GPU %d, not %d: %w", ds.ord, ord, ErrBuffer)
+		}
+		st.UseDevice(true)
+		return nil
+	}
+	dev, err := gpuDevice(ord)
+	if err != nil {
+		return err
+	}
+	mem, err := gpucoll.NewMem(dev)
+	if err != nil {
+		return err
+	}
+	direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: dev,
+		SameNode: oneNode, Tag: st.ReserveTag()})
+	if err != nil {
+		mem.Close()
+		return err
+	}
+	ds := &devSpace{ord: ord, mem: mem, direct: direct}
+	sp := coll.Space{Comm: collDeviceComm{c.pc, ord}, Mem: mem}
+	if direct != nil {
+		sp.Direct = direct
+	}
+	st.SetDevice(sp)
+	st.UseDevice(true)
+	c.coll.dev = ds
+	return nil
+}
+
+// closeDevice releases the device space (Comm.Free).
+func (c *Comm) closeDevice() error {
+	c.collMu.Lock()
+	defer c.collMu.Unlock()
+	ds := c.coll.dev
+	if ds == nil {
+		return nil
+	}
+	c.coll.dev = nil
+	err := ds.mem.Close()
+	if ds.direct != nil {
+		if e := ds.direct.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// collDeviceComm is collComm for device memory: the same collective
+// context, with messages marked as device memory of GPU ord, so that the
+// GPU point-to-point layer picks their path (IPC within a node, staged
+// otherwise).
+type collDeviceComm struct {
+	pc  *pt2pt.Comm
+	ord int
+}
+
+var (
+	_ coll.Comm  = collDeviceComm{}
+	_ coll.Idler = collDeviceComm{}
+)
+
+func (a collDeviceComm) Rank() int { return a.pc.Rank() }
+func (a collDeviceComm) Size() int { return a.pc.Size() }
+
+func (a collDeviceComm) devMem(buf []byte) pt2pt.Mem {
+	if len(buf) == 0 {
+		return pt2pt.Mem{Kind: pt2pt.Device, Device: a.ord}
+	}
+	return pt2pt.Mem{Ptr: unsafe.Pointer(unsafe.SliceData(buf)), Len: len(buf), Kind: pt2pt.Device, Device: a.ord}
+}
+
+func (a collDeviceComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
+	r, err := a.pc.PostIsendColl(a.devMem(buf), dest, tag)
+	if err != nil {
+		return nil, err
+	}
+	q := collMsgs.Get().(*collMsg)
+	q.r = r
+	return q, nil
+}
+
+func (a collDeviceComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
+	r, err := a.pc.PostIrecvColl(a.devMem(buf), src, tag)
+	if err != nil {
+		return nil, err
+	}
+	q := collMsgs.Get().(*collMsg)
+	q.r = r
+	return q, nil
+}
+
+// Idle is collComm's.
+func (a collDeviceComm) Idle(idle int) { a.pc.Engine().Idle(idle) }
