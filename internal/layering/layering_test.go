@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"mpi":              {"stream", "coll", "pt2pt", "internal/", "kernels"},
 	"stream":           {"coll", "pt2pt", "internal/cudadrv", "kernels", "internal/dtype", "internal/config"},
 	"coll":             {"pt2pt", "kernels", "internal/dtype", "internal/config", "coll"},
+	"coll/gpu":         {"coll", "kernels", "internal/cudadrv", "internal/dtype", "internal/config"},
 	"pt2pt":            {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":     {"pt2pt"},
 	"pt2pt/gpu":        {"pt2pt", "internal/cudadrv", "internal/config"},

@@ -255,6 +255,7 @@ func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
 			// sender of this job never sends.
 			o.res.Err = fmt.Errorf("gpu: a plain message of %d bytes from a sender not using rendezvous from %d B (different GOMPIX_RNDV_THRESHOLD?)", r.Len, t.rndv)
 		case r.Len > 0:
+			countStaged("receive: a staged message from the sender's path", r.Len)
 			if err := t.copyLocked(o, o.user.Device, func(ds *devState) error {
 				return ds.dev.MemcpyHtoDAsync(devPtr(o.user.Ptr), o.stage.p, r.Len, ds.stream)
 			}); err != nil {

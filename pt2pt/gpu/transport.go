@@ -164,7 +164,7 @@ func (t *Transport) Size() int { return t.inner.Size() }
 func (t *Transport) sameNode(r int) bool { return t.cfg.SameNode == nil || t.cfg.SameNode(r) }
 
 // choose runs Select for a send to dest and logs new choices when asked.
-func (t *Transport) choose(dest int, m pt2pt.Mem) Path {
+func (t *Transport) choose(dest int, m pt2pt.Mem) (Path, string) {
 	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: t.sameNode(dest),
 		TransportDevice: t.ucxDev, Mode: t.cfg.Mode, Threshold: t.cfg.IPCThreshold})
 	if t.cfg.DebugPath {
@@ -172,7 +172,7 @@ func (t *Transport) choose(dest int, m pt2pt.Mem) Path {
 			fmt.Fprintf(t.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", t.Rank(), dest, p, why)
 		}
 	}
-	return p
+	return p, why
 }
 
 // bufferError is a device buffer gompix cannot use (pt2pt.ErrBuffer).
@@ -235,12 +235,14 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 		}
 		return t.inner.Isend(dest, m, tag, sync)
 	}
-	switch t.choose(dest, m) {
+	path, why := t.choose(dest, m)
+	switch path {
 	case PathUCX:
 		return t.inner.Isend(dest, m, tag, sync)
 	case PathIPC:
 		return t.ipcSend(dest, m, tag, sync)
 	}
+	countStaged("send: "+why, m.Len)
 	return t.stagedSend(dest, m, tag, sync)
 }
 

@@ -1,0 +1,42 @@
+package mpi
+
+import (
+	"github.com/gompix/gompix/coll"
+	gpucoll "github.com/gompix/gompix/coll/gpu"
+	gpupath "github.com/gompix/gompix/pt2pt/gpu"
+)
+
+// Counters are this process's data-movement counters: where reductions ran
+// and which device bytes went through host memory, and why. They make the
+// GPU promise checkable: collectives on device buffers reduce in device
+// kernels only (HostReducedBytes does not move), and only the staged
+// point-to-point path copies device data to the host.
+type Counters struct {
+	// HostReducedBytes is the input bytes collectives reduced on the host
+	// (host buffers; user-defined operations).
+	HostReducedBytes int64
+	// DeviceReducedBytes is the input bytes device reduction kernels were
+	// launched on (each input counted).
+	DeviceReducedBytes int64
+	// StagedBytes is the device bytes copied through host memory by the
+	// GPU point-to-point layer, by reason (the path selector's).
+	StagedBytes map[string]int64
+}
+
+// ReadCounters returns the counters' current values.
+func ReadCounters() Counters {
+	return Counters{
+		HostReducedBytes:   coll.HostReducedBytes(),
+		DeviceReducedBytes: gpucoll.DeviceReducedBytes(),
+		StagedBytes:        gpupath.StagedBytes(),
+	}
+}
+
+// Staged sums StagedBytes.
+func (c Counters) Staged() int64 {
+	var n int64
+	for _, v := range c.StagedBytes {
+		n += v
+	}
+	return n
+}

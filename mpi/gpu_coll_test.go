@@ -1,0 +1,429 @@
+package mpi
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/cudadrv/fake"
+	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/wireup"
+	"github.com/gompix/gompix/kernels"
+	"github.com/gompix/gompix/pt2pt"
+	gpupath "github.com/gompix/gompix/pt2pt/gpu"
+	"github.com/gompix/gompix/pt2pt/inproc"
+)
+
+// Collectives on device buffers through the public API: every collective,
+// blocking and nonblocking, in place where MPI has it, every (op, type) the
+// kernels cover for allreduce, compared with the same call on host buffers
+// (bit for bit for integers, within rounding for reals), with the counters
+// checked: no host reduction and no staging while device collectives run
+// (on one node, with IPC). On the fake driver with goroutine ranks in CI
+// (TestDeviceCollectivesFake); with real GPUs in real processes over UCX
+// (TestDeviceCollectivesGPU, GOMPIX_REQUIRE_GPU=1 on the GPU machine).
+
+func init() {
+	scenarios["gpu_coll"] = scenarioGPUColl(gpuCollSizes, 4<<20)
+}
+
+// gpuCollSizes are element counts of the device collectives on GPUs
+// (float32: 0 B .. 512 MiB for allreduce; the other collectives stop at
+// gpuCollBig elements).
+var gpuCollSizes = []int{0, 1, 2, 31, 1000, 70000, 1<<20 + 5, 16 << 20, 128 << 20}
+
+// genElem is rank r's element i: a small integer in every type, so that
+// sums and products are exact in any order (Avg aside).
+func genElem[T Elem](r, i int, prod bool) T {
+	v := (r*131+i*7)%17 - 8
+	if prod {
+		v = []int{-2, -1, 1, 2}[(r+i)%4]
+	}
+	var z T
+	switch p := any(&z).(type) {
+	case *Float16:
+		*p = Float16(dtype.Float32ToFloat16(float32(v)))
+	case *BFloat16:
+		*p = BFloat16(dtype.Float32ToBFloat16(float32(v)))
+	case *float32:
+		*p = float32(v)
+	case *float64:
+		*p = float64(v)
+	case *complex64:
+		*p = complex(float32(v), 1)
+	case *complex128:
+		*p = complex(float64(v), 1)
+	default:
+		// Integers: spread the bits too (wrapping is exact).
+		x := uint64(v) * 0x9E3779B97F4A7C15 >> uint((r+i)%5*8)
+		n := unsafe.Sizeof(z)
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&z)), n)
+		for j := range b {
+			b[j] = byte(x >> (8 * j))
+		}
+	}
+	return z
+}
+
+func genSlice[T Elem](r, n int, prod bool) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = genElem[T](r, i, prod)
+	}
+	return s
+}
+
+// toDevice copies s into a new device buffer.
+func toDevice[T Elem](s []T) (*DeviceBuffer[T], error) {
+	d, err := AllocDevice[T](len(s))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.CopyFromHost(s); err != nil {
+		d.Free()
+		return nil, err
+	}
+	return d, nil
+}
+
+func fromDevice[T Elem](d *DeviceBuffer[T]) ([]T, error) {
+	s := make([]T, d.Len())
+	return s, d.CopyToHost(s)
+}
+
+// sameElems compares bit patterns; reals may differ by rounding (Avg
+// multiplies by 1/p on the device, half types round once there).
+func sameElems[T Elem](got, want []T) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d elements, want %d", len(got), len(want))
+	}
+	t := TypeOf[T]()
+	for i := range got {
+		g := unsafe.Slice((*byte)(unsafe.Pointer(&got[i])), t.Size())
+		w := unsafe.Slice((*byte)(unsafe.Pointer(&want[i])), t.Size())
+		if string(g) == string(w) {
+			continue
+		}
+		if t.IsFloat() {
+			gv, wv := realOf(t, g), realOf(t, w)
+			tol := map[dtype.Type]float64{dtype.Float16: 1e-2, dtype.BFloat16: 1e-2, dtype.Float32: 1e-6, dtype.Float64: 1e-14}[t]
+			if math.Abs(gv-wv) <= tol*math.Max(1, math.Abs(wv)) || (gv == 0 && wv == 0) {
+				continue
+			}
+		}
+		return fmt.Errorf("element %d of %d: got %v, want %v", i, len(got), got[i], want[i])
+	}
+	return nil
+}
+
+func realOf(t dtype.Type, b []byte) float64 {
+	u := uint64(0)
+	for j := len(b) - 1; j >= 0; j-- {
+		u = u<<8 | uint64(b[j])
+	}
+	switch t {
+	case dtype.Float16:
+		return float64(dtype.Float16ToFloat32(uint16(u)))
+	case dtype.BFloat16:
+		return float64(dtype.BFloat16ToFloat32(uint16(u)))
+	case dtype.Float32:
+		return float64(math.Float32frombits(uint32(u)))
+	}
+	return math.Float64frombits(u)
+}
+
+// collPair runs one collective on host buffers and on device buffers and
+// compares what each rank received. run gets the buffers to pass (send may
+// be InPlace) and whether to use the nonblocking form.
+type collPair[T Elem] struct {
+	name     string
+	send     []T // nil: in place (recv holds the contribution)
+	recv     []T
+	nonblock bool
+	run      func(send, recv Buffer, nonblock bool) error
+}
+
+func (p collPair[T]) check(w *Comm) error {
+	// Host.
+	hr := append([]T(nil), p.recv...)
+	var hs Buffer = InPlace
+	if p.send != nil {
+		hs = Slice(append([]T(nil), p.send...))
+	}
+	if err := p.run(hs, Slice(hr), false); err != nil {
+		return fmt.Errorf("%s host: %w", p.name, err)
+	}
+	// Device.
+	dr, err := toDevice(p.recv)
+	if err != nil {
+		return err
+	}
+	defer dr.Free()
+	var ds Buffer = InPlace
+	if p.send != nil {
+		d, err := toDevice(p.send)
+		if err != nil {
+			return err
+		}
+		defer d.Free()
+		ds = d
+	}
+	before := ReadCounters()
+	if err := p.run(ds, dr, p.nonblock); err != nil {
+		return fmt.Errorf("%s device: %w", p.name, err)
+	}
+	after := ReadCounters()
+	got, err := fromDevice(dr)
+	if err != nil {
+		return err
+	}
+	if err := sameElems(got, hr); err != nil {
+		return fmt.Errorf("%s device vs host: %w", p.name, err)
+	}
+	if d := after.HostReducedBytes - before.HostReducedBytes; d != 0 && !strings.HasPrefix(p.name, "allow-host") {
+		// Other goroutine ranks of an in-process job may be in their host
+		// phase: checkCounters repeats this per process in real jobs.
+		hostReducedSeen.Add(1)
+	}
+	return nil
+}
+
+// hostReducedSeen counts device calls during which some host reduction
+// happened in the process (real processes: must stay 0).
+var hostReducedSeen atomicCounter
+
+type atomicCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (a *atomicCounter) Add(n int) { a.mu.Lock(); a.n += n; a.mu.Unlock() }
+func (a *atomicCounter) Load() int { a.mu.Lock(); defer a.mu.Unlock(); return a.n }
+
+func wait(r *Request, err error) error {
+	if err != nil {
+		return err
+	}
+	_, err = r.Wait()
+	return err
+}
+
+// collSuite runs every collective on count elements of T.
+func collSuite[T Elem](w *Comm, count int, big bool, op Op, prod bool) error {
+	n, r := w.Size(), w.Rank()
+	nb := count%2 == 1 // odd counts go nonblocking
+	mine := genSlice[T](r, count, prod)
+	block := func(k int) []T { return genSlice[T](r+k*31, count, prod) }
+	all := func() []T {
+		var s []T
+		for k := range n {
+			s = append(s, block(k)...)
+		}
+		return s
+	}
+	noise := func(m int) []T { return genSlice[T](r+977, m, false) }
+	cases := []collPair[T]{
+		{name: "allreduce", send: mine, recv: noise(count), nonblock: nb, run: func(s, d Buffer, nb bool) error {
+			if nb {
+				return wait(w.Iallreduce(s, d, op))
+			}
+			return w.Allreduce(s, d, op)
+		}},
+		{name: "allreduce in place", recv: mine, nonblock: !nb, run: func(s, d Buffer, nb bool) error {
+			if nb {
+				return wait(w.Iallreduce(s, d, op))
+			}
+			return w.Allreduce(s, d, op)
+		}},
+	}
+	if !big {
+		root := count % n
+		cases = append(cases,
+			collPair[T]{name: "bcast", recv: mine, nonblock: nb, run: func(_, d Buffer, nb bool) error {
+				if nb {
+					return wait(w.Ibcast(d, root))
+				}
+				return w.Bcast(d, root)
+			}},
+			collPair[T]{name: "reduce", send: mine, recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Reduce(s, d, op, root) }},
+			collPair[T]{name: "allgather", send: mine, recv: noise(count * n), nonblock: nb, run: func(s, d Buffer, nb bool) error {
+				if nb {
+					return wait(w.Iallgather(s, d))
+				}
+				return w.Allgather(s, d)
+			}},
+			collPair[T]{name: "alltoall", send: all(), recv: noise(count * n), run: func(s, d Buffer, _ bool) error { return w.Alltoall(s, d) }},
+			collPair[T]{name: "alltoall in place", recv: all(), run: func(s, d Buffer, _ bool) error { return w.Alltoall(s, d) }},
+			collPair[T]{name: "reduce_scatter_block", send: all(), recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.ReduceScatterBlock(s, d, op) }},
+			collPair[T]{name: "reduce_scatter_block in place", recv: all(), run: func(s, d Buffer, _ bool) error { return w.ReduceScatterBlock(s, d, op) }},
+			collPair[T]{name: "gather", send: mine, recv: noise(count * n), run: func(s, d Buffer, _ bool) error { return w.Gather(s, d, root) }},
+			collPair[T]{name: "scatter", send: all(), recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Scatter(s, d, root) }},
+			collPair[T]{name: "scan", send: mine, recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Scan(s, d, op) }},
+			collPair[T]{name: "exscan", send: mine, recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Exscan(s, d, op) }},
+		)
+	}
+	for _, c := range cases {
+		if err := c.check(w); err != nil {
+			return fmt.Errorf("%v %d elements: %w", TypeOf[T](), count, err)
+		}
+	}
+	return nil
+}
+
+// opsFor are the predefined ops the kernels have for T, with whether the
+// data must avoid growth (prod).
+func everyOp[T Elem](w *Comm, count int) error {
+	t := TypeOf[T]()
+	for _, o := range []struct {
+		op Op
+		d  dtype.Op
+	}{{Sum, dtype.Sum}, {Prod, dtype.Prod}, {Min, dtype.Min}, {Max, dtype.Max}, {Land, dtype.Land}, {Lor, dtype.Lor},
+		{Lxor, dtype.Lxor}, {Band, dtype.Band}, {Bor, dtype.Bor}, {Bxor, dtype.Bxor}, {Avg, dtype.Avg}} {
+		if !kernels.Has(o.d, t) {
+			continue
+		}
+		send := genSlice[T](w.Rank(), count, o.d == dtype.Prod)
+		c := collPair[T]{name: "allreduce " + o.d.String(), send: send, recv: make([]T, count),
+			run: func(s, d Buffer, _ bool) error { return w.Allreduce(s, d, o.op) }}
+		if err := c.check(w); err != nil {
+			return fmt.Errorf("%v: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// scenarioGPUColl: the suite on every size (the collectives other than
+// allreduce up to big elements), every op and type of allreduce at two
+// sizes, bad input, and the counters.
+func scenarioGPUColl(sizes []int, big int) scenario {
+	return func(w *Comm) error {
+		for _, count := range sizes {
+			if err := collSuite[float32](w, count, count > big, Sum, false); err != nil {
+				return err
+			}
+		}
+		for _, count := range []int{37, 3000} {
+			for _, f := range []func(*Comm, int) error{everyOp[int8], everyOp[int16], everyOp[int32], everyOp[int64],
+				everyOp[uint8], everyOp[uint16], everyOp[uint32], everyOp[uint64],
+				everyOp[Float16], everyOp[BFloat16], everyOp[float32], everyOp[float64]} {
+				if err := f(w, count); err != nil {
+					return err
+				}
+			}
+			if err := collSuite[int32](w, count, false, Bxor, false); err != nil {
+				return err
+			}
+		}
+		// Bad input: a user op on device buffers, mixed kinds.
+		d, err := AllocDevice[float32](16)
+		if err != nil {
+			return err
+		}
+		defer d.Free()
+		user := NewOp(func(in, inout []float32) {}, true)
+		if err := w.Allreduce(InPlace, d, user); !isClass(err, ErrOp) {
+			return fmt.Errorf("user op on device buffers: %v, want ErrOp", err)
+		}
+		if err := w.Allreduce(Slice(make([]float32, 16)), d, Sum); !isClass(err, ErrBuffer) {
+			return fmt.Errorf("host send, device receive: %v, want ErrBuffer", err)
+		}
+		if err := w.Allreduce(InPlace, d, Sum); err != nil {
+			return fmt.Errorf("allreduce after refused calls: %w", err)
+		}
+		return w.Barrier()
+	}
+}
+
+// TestDeviceCollectivesFake runs the scenario on goroutine ranks over the
+// GPU path decorator and the in-process transport, device memory from the
+// fake driver (ranks share its two devices), on 2, 3 and 4 ranks.
+func TestDeviceCollectivesFake(t *testing.T) {
+	sizes := []int{0, 1, 2, 31, 1000, 70000}
+	if testing.Short() {
+		sizes = []int{0, 31, 1000}
+	}
+	for _, n := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("np%d", n), func(t *testing.T) {
+			useFake(t, fake.Options{Devices: 2, TotalMem: 4 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
+			f := inproc.NewFabric(n)
+			var wg sync.WaitGroup
+			errc := make(chan error, n)
+			for r := 0; r < n; r++ {
+				wg.Add(1)
+				go func(r int) {
+					defer wg.Done()
+					tr := gpupath.New(f.Transport(r), gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent, Mode: gpupath.ModeAuto})
+					defer tr.Close()
+					e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
+					c := newComm(e.World())
+					err := scenarioGPUColl(sizes, 1<<30)(c)
+					if ferr := c.closeDevice(); err == nil {
+						err = ferr
+					}
+					if err != nil {
+						errc <- fmt.Errorf("rank %d: %w", r, err)
+					}
+				}(r)
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(3 * time.Minute):
+				t.Fatal("in-process device collectives hung")
+			}
+			for len(errc) > 0 {
+				t.Error(<-errc)
+			}
+		})
+	}
+}
+
+// TestDeviceCollectivesGPU runs the scenario as a real 2-rank job on GPUs
+// (one per rank when there are two), where the IPC-direct engine maps the
+// peer's memory over NVLink; each rank checks that its device collectives
+// reduced nothing on the host and staged nothing.
+func TestDeviceCollectivesGPU(t *testing.T) {
+	d, err := cudadrv.Open()
+	if err == nil && d.DeviceCount() == 0 {
+		err = cudadrv.ErrNoDevice
+	}
+	if err != nil {
+		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
+			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	old := extraEnv
+	extraEnv = []string{"GOMPIX_TEST_CHECK_COUNTERS=1"}
+	defer func() { extraEnv = old }()
+	runJob(t, "gpu_coll", 2)
+}
+
+func init() {
+	if os.Getenv("GOMPIX_TEST_CHECK_COUNTERS") == "1" {
+		inner := scenarios["gpu_coll"]
+		scenarios["gpu_coll"] = func(w *Comm) error {
+			before := ReadCounters()
+			if err := inner(w); err != nil {
+				return err
+			}
+			after := ReadCounters()
+			if n := hostReducedSeen.Load(); n != 0 {
+				return fmt.Errorf("%d device collectives reduced on the host", n)
+			}
+			if after.DeviceReducedBytes == before.DeviceReducedBytes {
+				return fmt.Errorf("device kernels reduced nothing")
+			}
+			fmt.Printf("rank %d: device-reduced %d bytes, host-reduced during device calls: 0, staged: %v\n",
+				w.Rank(), after.DeviceReducedBytes-before.DeviceReducedBytes, after.StagedBytes)
+			return nil
+		}
+	}
+}
