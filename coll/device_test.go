@@ -170,7 +170,8 @@ func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options,
 					if name == "GOMPIX_GPU_COLL_STAGING" {
 						return fmt.Sprint(slot), true
 					}
-					return "", false
+					v, ok := devVars[name]
+					return v, ok
 				}})
 			if err != nil {
 				return err
@@ -346,13 +347,22 @@ func inPlaceOnlyStaged(k coll.Kind, c *tcase) bool {
 	return (k == coll.Alltoall || k == coll.ReduceScatterBlock) && strings.Contains(c.desc, "inplace=true")
 }
 
+// devVars are configuration settings of the IPC-direct engines a test
+// makes (beside the staging slot size).
+var devVars = map[string]string{}
+
 // TestDeviceEveryOpType runs every device-supported (op, type) pair through
-// the IPC-direct allreduce (both modes) and the ring schedule.
+// the IPC-direct allreduce (staged and mapped modes, the mapped mode's push
+// and pull forms) and the ring schedule.
 func TestDeviceEveryOpType(t *testing.T) {
 	drv := devWorld(t)
-	for _, name := range []string{coll.DirectName, "ring"} {
-		alg, _ := coll.Lookup(coll.Allreduce, name)
+	for _, name := range []string{coll.DirectName, coll.DirectName + "/pull", "ring"} {
+		alg, _ := coll.Lookup(coll.Allreduce, strings.TrimSuffix(name, "/pull"))
 		t.Run(name, func(t *testing.T) {
+			if strings.HasSuffix(name, "/pull") {
+				devVars["GOMPIX_GPU_COLL_ALLREDUCE_MAPPED"] = "pull"
+				defer delete(devVars, "GOMPIX_GPU_COLL_ALLREDUCE_MAPPED")
+			}
 			r := rand.New(rand.NewPCG(seedOf(name), 12))
 			opts := forced(t, alg)
 			for i, o := range devOpTypes() {

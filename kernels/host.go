@@ -21,6 +21,11 @@ func HostKernel(name string) (func(mem func(p uintptr, n int) ([]byte, error), a
 	case WriteFlag:
 		return hostWriteFlag, true
 	}
+	if op, t, ok := parseDirect(name); ok {
+		return func(mem func(p uintptr, n int) ([]byte, error), args []byte) error {
+			return hostDirect(op, t, mem, args)
+		}, true
+	}
 	op, t, two, ok := parseReduce(name)
 	if !ok {
 		return nil, false
@@ -119,5 +124,106 @@ func hostWriteFlag(mem func(p uintptr, n int) ([]byte, error), args []byte) erro
 		return err
 	}
 	atomic.StoreUint32(f, v)
+	return nil
+}
+
+func parseDirect(name string) (op dtype.Op, t dtype.Type, ok bool) {
+	rest, found := strings.CutPrefix(name, "gompix_direct_")
+	if !found {
+		return
+	}
+	o, ty, found := strings.Cut(rest, "_")
+	if !found {
+		return
+	}
+	for _, x := range dtype.Ops() {
+		for _, y := range dtype.Types() {
+			if y != dtype.Byte && x.String() == o && typeTags[y] == ty && Has(x, y) {
+				return x, y, true
+			}
+		}
+	}
+	return
+}
+
+// hostDirect is gompix_direct_* on the host: the copy, the flag writes
+// (atomic, as the peers' kernels spin on them from other goroutines), the
+// waits, and the reduction of the slots.
+func hostDirect(op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]byte, error), args []byte) error {
+	a, err := UnmarshalDirectArgs(args)
+	if err != nil {
+		return err
+	}
+	if a.NCopy > 0 {
+		dst, err := mem(a.Slot, int(a.NCopy))
+		if err != nil {
+			return err
+		}
+		src, err := mem(a.Src, int(a.NCopy))
+		if err != nil {
+			return err
+		}
+		copy(dst, src)
+	}
+	word := func(p uintptr) (*uint32, error) {
+		if p&3 != 0 {
+			return nil, fmt.Errorf("kernels: unaligned flag %#x", p)
+		}
+		b, err := mem(p, 4)
+		if err != nil {
+			return nil, err
+		}
+		return (*uint32)(unsafe.Pointer(&b[0])), nil
+	}
+	for _, p := range a.PeerFlag {
+		if p != 0 {
+			f, err := word(p)
+			if err != nil {
+				return err
+			}
+			atomic.StoreUint32(f, a.Seq)
+		}
+	}
+	for _, p := range a.MyFlag {
+		if p != 0 {
+			f, err := word(p)
+			if err != nil {
+				return err
+			}
+			for int32(atomic.LoadUint32(f)-a.Seq) < 0 {
+				time.Sleep(5 * time.Microsecond)
+			}
+		}
+	}
+	if a.Reduce == 0 || a.R.N == 0 {
+		return nil
+	}
+	k := int(a.R.K)
+	if k < 1 || k > MaxInputs {
+		return fmt.Errorf("gompix_direct: k = %d", k)
+	}
+	nb := int(a.R.N) * t.Size()
+	out, err := mem(a.R.Out, nb)
+	if err != nil {
+		return err
+	}
+	var ins [MaxInputs][]byte
+	for j := 0; j < k; j++ {
+		if ins[j], err = mem(a.R.In[j], nb); err != nil {
+			return err
+		}
+	}
+	if err := referenceReduce(op, t, out, ins[:k], int(a.R.N), a.R.Divisor, a.R.Scale); err != nil {
+		return err
+	}
+	for _, p := range a.Outs {
+		if p != 0 {
+			o, err := mem(p, nb)
+			if err != nil {
+				return err
+			}
+			copy(o, out)
+		}
+	}
 	return nil
 }

@@ -59,6 +59,15 @@ func Reduce(op dtype.Op, t dtype.Type, k int) (string, error) {
 	return "gompix_reduce_" + op.String() + "_" + typeTags[t] + "_" + form, nil
 }
 
+// Direct names the fused IPC-direct kernel of op on t (struct DirectArgs):
+// gompix_direct_<op>_<type>.
+func Direct(op dtype.Op, t dtype.Type) (string, error) {
+	if !Has(op, t) {
+		return "", fmt.Errorf("kernels: no %v direct kernel for %v", op, t)
+	}
+	return "gompix_direct_" + op.String() + "_" + typeTags[t], nil
+}
+
 // Names lists every kernel in the images, reductions first.
 func Names() []string {
 	var names []string
@@ -71,6 +80,8 @@ func Names() []string {
 				n, _ := Reduce(op, t, k)
 				names = append(names, n)
 			}
+			n, _ := Direct(op, t)
+			names = append(names, n)
 		}
 	}
 	return append(names, WaitFlag, WriteFlag)
@@ -151,4 +162,67 @@ func LaunchDims(t dtype.Type, n uint64, sms int) (grid, block uint32) {
 	limit := uint64(max(sms, 1) * 4)
 	g = max(min(g, limit), 1)
 	return uint32(g), BlockSize
+}
+
+// DirectArgs is the one parameter of the gompix_direct kernels (struct
+// DirectArgs in reduce.cu: 320 bytes, 8-byte aligned). The kernel runs as
+// one block: it copies NCopy bytes from Src into Slot (this rank's staging
+// slot), writes Seq into every non-zero PeerFlag (this rank's flag in each
+// peer's region), waits until every non-zero MyFlag (each peer's flag in
+// this rank's region) has reached Seq, then, if Reduce is set, runs the
+// reduction R, whose inputs are the ranks' slots.
+type DirectArgs struct {
+	R        ReduceArgs
+	Src      uintptr
+	Slot     uintptr
+	NCopy    uint64
+	PeerFlag [MaxInputs]uintptr
+	MyFlag   [MaxInputs]uintptr
+	Seq      uint32
+	Reduce   uint32
+	// Outs are more outputs the result is stored to (zero: none): with no
+	// copy and no flags the kernel may run on any grid, a reduction pushed
+	// to several (peer) outputs.
+	Outs [MaxInputs]uintptr
+}
+
+// DirectArgsSize is the size of DirectArgs' kernel layout.
+const DirectArgsSize = 320
+
+// Marshal writes a's kernel layout into b (len(b) >= DirectArgsSize).
+func (a *DirectArgs) Marshal(b []byte) {
+	le := binary.LittleEndian
+	a.R.Marshal(b)
+	le.PutUint64(b[96:], uint64(a.Src))
+	le.PutUint64(b[104:], uint64(a.Slot))
+	le.PutUint64(b[112:], a.NCopy)
+	for i := range MaxInputs {
+		le.PutUint64(b[120+8*i:], uint64(a.PeerFlag[i]))
+		le.PutUint64(b[184+8*i:], uint64(a.MyFlag[i]))
+	}
+	le.PutUint32(b[248:], a.Seq)
+	le.PutUint32(b[252:], a.Reduce)
+	for i := range MaxInputs {
+		le.PutUint64(b[256+8*i:], uint64(a.Outs[i]))
+	}
+}
+
+// UnmarshalDirectArgs reads the kernel layout back.
+func UnmarshalDirectArgs(b []byte) (DirectArgs, error) {
+	if len(b) < DirectArgsSize {
+		return DirectArgs{}, fmt.Errorf("kernels: direct arguments of %d bytes (want %d)", len(b), DirectArgsSize)
+	}
+	le := binary.LittleEndian
+	r, err := UnmarshalReduceArgs(b)
+	if err != nil {
+		return DirectArgs{}, err
+	}
+	a := DirectArgs{R: r, Src: uintptr(le.Uint64(b[96:])), Slot: uintptr(le.Uint64(b[104:])), NCopy: le.Uint64(b[112:]),
+		Seq: le.Uint32(b[248:]), Reduce: le.Uint32(b[252:])}
+	for i := range MaxInputs {
+		a.PeerFlag[i] = uintptr(le.Uint64(b[120+8*i:]))
+		a.MyFlag[i] = uintptr(le.Uint64(b[184+8*i:]))
+		a.Outs[i] = uintptr(le.Uint64(b[256+8*i:]))
+	}
+	return a, nil
 }

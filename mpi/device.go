@@ -321,6 +321,14 @@ func (b *DeviceBuffer[T]) CopyFromHost(src []T) error {
 	if err := b.a.dev.MemcpyHtoD(b.addr(), hostSpan(src)); err != nil {
 		return devError(op, ErrOther, err)
 	}
+	// cuMemcpyHtoD from pageable memory returns once the data is staged,
+	// possibly before its DMA to the device lands, which is ordered only
+	// on the legacy default stream; gompix's own streams do not wait for
+	// that stream, so wait for it here (found by the GPU collective suite:
+	// a peer read a half-written buffer).
+	if err := b.a.dev.StreamSynchronize(0); err != nil {
+		return devError(op, ErrOther, err)
+	}
 	return nil
 }
 

@@ -46,12 +46,18 @@ var (
 		"bytes per staging slot of the IPC-direct collectives: what a rank exposes to its peers up to this size is copied to a pre-mapped slot (no host message); beyond it the user's buffers are mapped through IPC handles")
 	varDirect = registry.NewString("GOMPIX_GPU_COLL_DIRECT", "auto",
 		"IPC-direct device collectives within a node: auto (when every rank of the communicator is on one node and the GPUs map each other's memory) or off")
+	varFused = registry.NewInt("GOMPIX_GPU_COLL_FUSED", 64<<10,
+		"bytes up to which an IPC-direct allreduce, reduce or reduce_scatter_block is one fused kernel (copy to the slot, flags, waits and reduction in a single launch: the small-message latency path); 0 disables")
+	varMapped = registry.NewString("GOMPIX_GPU_COLL_ALLREDUCE_MAPPED", "push",
+		"the mapped-mode allreduce: push (one kernel reduces this rank's chunk from every peer's input and stores it into every rank's output) or pull (a reduce-scatter kernel, a barrier, then copy-engine pulls of the peers' chunks)")
 	varFlags = registry.NewString("GOMPIX_GPU_COLL_FLAGS", "auto",
 		"how the IPC-direct collectives' streams write and await flags: memops (cuStreamWriteValue32/cuStreamWaitValue32), kernels (one-thread flag kernels), or auto (memops where the device supports them)")
 )
 
 // Vars lists the package's configuration variables.
-func Vars() []registry.Var { return []registry.Var{varStaging.Var, varDirect.Var, varFlags.Var} }
+func Vars() []registry.Var {
+	return []registry.Var{varStaging.Var, varFused.Var, varMapped.Var, varDirect.Var, varFlags.Var}
+}
 
 // Flag words in a region: one per peer and phase.
 const (
@@ -91,7 +97,9 @@ type Direct struct {
 	mod     *Module
 	rank, p int
 	slot    int  // bytes per staging slot
+	fused   int  // bytes up to which reductions run as one fused kernel
 	memops  bool // flags by stream memory operations (else flag kernels)
+	push    bool // mapped allreduce: one reduce-and-push kernel (else reduce-scatter, barrier, pulls)
 
 	stream cudadrv.Stream
 	region cudadrv.DevicePtr   // this rank's flags and slots
@@ -126,18 +134,33 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 	if !cfg.SameNode || p < 2 || p > maxRanks || get(varDirect) == "off" {
 		return nil, nil
 	}
-	slot, err := varStaging.Get()
-	if cfg.Lookup != nil {
-		if s, ok := cfg.Lookup(varStaging.Name); ok {
-			_, err = fmt.Sscan(s, &slot)
+	getInt := func(v *registry.Int) (int, error) {
+		n, err := v.Get()
+		if cfg.Lookup != nil {
+			if s, ok := cfg.Lookup(v.Name); ok {
+				_, err = fmt.Sscan(s, &n)
+			}
 		}
+		if err == nil && n < 0 {
+			err = fmt.Errorf("negative")
+		}
+		if err != nil {
+			return 0, fmt.Errorf("coll/gpu: %s: %v", v.Name, err)
+		}
+		return n, nil
 	}
-	if err != nil || slot < 0 {
-		return nil, fmt.Errorf("coll/gpu: %s: %v", varStaging.Name, err)
+	slot, err := getInt(varStaging)
+	if err != nil {
+		return nil, err
+	}
+	fused, err := getInt(varFused)
+	if err != nil {
+		return nil, err
 	}
 	slot = (slot + 255) &^ 255
 	memops := get(varFlags) != "kernels" // auto: memops unless set-up finds them unsupported
-	d := &Direct{host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, memops: memops,
+	push := get(varMapped) != "pull"
+	d := &Direct{host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), memops: memops, push: push,
 		peers: make([]cudadrv.DevicePtr, p), handles: newHandleCache(cfg.Device)}
 	ok, err := d.setup(cfg.Tag)
 	if err != nil || !ok {
@@ -331,6 +354,12 @@ func (d *Direct) exposed(c *coll.DirectCall) int {
 func (d *Direct) Start(c *coll.DirectCall) (coll.Request, error) {
 	d.seq++
 	q := &directReq{d: d, c: *c, seq: d.seq}
+	if d.fusable(c) {
+		if err := d.enqueueFused(q); err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
 	if d.exposed(c) <= d.slot {
 		if err := d.enqueueStaged(q); err != nil {
 			return nil, err
@@ -479,6 +508,52 @@ func (d *Direct) enqueueStaged(q *directReq) error {
 	return q.record()
 }
 
+// fusable reports whether c runs as one fused kernel: a small reduction.
+func (d *Direct) fusable(c *coll.DirectCall) bool {
+	switch c.Kind {
+	case coll.Allreduce, coll.Reduce, coll.ReduceScatterBlock:
+		return d.exposed(c) <= d.fused
+	}
+	return false
+}
+
+// enqueueFused launches the fused kernel of a small reduction: the staged
+// mode's copy, barrier and reduction in one block of one launch.
+func (d *Direct) enqueueFused(q *directReq) error {
+	c, s, r, p := &q.c, q.seq, d.rank, d.p
+	esz := c.Type.Size()
+	n := c.Count * esz
+	src := Addr(c.Send)
+	if c.Send == nil {
+		src = Addr(c.Recv)
+	}
+	a := kernels.DirectArgs{Src: uintptr(src), Slot: uintptr(d.slotAddr(r, s)), NCopy: uint64(d.exposed(c)), Seq: s, Reduce: 1}
+	var in []uintptr
+	off := 0
+	if c.Kind == coll.ReduceScatterBlock {
+		off = r * n
+	}
+	for i := range p {
+		in = append(in, uintptr(d.slotAddr(i, s))+uintptr(off))
+		if i != r {
+			a.PeerFlag[i] = uintptr(d.peers[i]) + uintptr(flagOff(flagArrive, r))
+			a.MyFlag[i] = uintptr(d.region) + uintptr(flagOff(flagArrive, i))
+		}
+	}
+	if c.Kind == coll.Reduce && r != c.Root {
+		a.Reduce = 0
+	}
+	ra, err := kernels.NewReduceArgs(c.Op, uintptr(Addr(c.Recv)), in, uint64(c.Count), c.Contributors)
+	if err != nil {
+		return err
+	}
+	a.R = ra
+	if err := d.mod.launchDirect(d.stream, c.Op, c.Type, &a); err != nil {
+		return err
+	}
+	return q.record()
+}
+
 // chunk is rank i's share [off, off+n) of count elements, cut on 16-byte
 // boundaries so that the kernels' vector loads stay aligned.
 func chunk(count, esz, p, i int) (off, n int) {
@@ -507,6 +582,24 @@ func (d *Direct) enqueueMapped(q *directReq) error {
 		in := make([]cudadrv.DevicePtr, p)
 		for i := range p {
 			in[i] = ins[i] + at
+		}
+		if d.push {
+			// Chunk r of every input, reduced once, stored into chunk r of
+			// every output: in place too, each element is read before the
+			// one thread that owns it writes it, and no other rank touches
+			// chunk r.
+			a := kernels.DirectArgs{Reduce: 1}
+			raw := make([]uintptr, p)
+			for i := range p {
+				raw[i] = uintptr(in[i])
+				if i != r {
+					a.Outs[i] = uintptr(outs[i] + at)
+				}
+			}
+			if a.R, err = kernels.NewReduceArgs(c.Op, uintptr(outs[r]+at), raw, uint64(cnt), c.Contributors); err == nil && cnt > 0 {
+				err = d.mod.launchDirect(d.stream, c.Op, c.Type, &a)
+			}
+			break
 		}
 		if err = d.reduce(c, outs[r]+at, in, cnt); err == nil {
 			err = d.barrier(flagMid, s)

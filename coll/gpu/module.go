@@ -102,3 +102,32 @@ func (m *Module) LaunchReduce(s cudadrv.Stream, op dtype.Op, t dtype.Type, out c
 	deviceReduced.Add(int64(n * t.Size() * len(in)))
 	return nil
 }
+
+// launchDirect enqueues the fused direct kernel of op on t with a: one
+// block when it copies or signals, a full grid for a plain (multi-output)
+// reduction (see kernels.DirectArgs).
+func (m *Module) launchDirect(s cudadrv.Stream, op dtype.Op, t dtype.Type, a *kernels.DirectArgs) error {
+	name, err := kernels.Direct(op, t)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, dtype.ErrOp)
+	}
+	f, err := m.function(name)
+	if err != nil {
+		return err
+	}
+	var raw [kernels.DirectArgsSize]byte
+	a.Marshal(raw[:])
+	var args cudadrv.KernelArgs
+	args.Struct(raw[:], kernels.ReduceArgsAlign)
+	grid := uint32(1) // a copy or flags: one block orders the copy before the signal
+	if a.NCopy == 0 && a.PeerFlag == [kernels.MaxInputs]uintptr{} && a.MyFlag == [kernels.MaxInputs]uintptr{} {
+		grid, _ = kernels.LaunchDims(t, a.R.N, m.sms)
+	}
+	if err := m.dev.LaunchKernel(f, cudadrv.D1(grid), cudadrv.D1(kernels.BlockSize), 0, s, &args); err != nil {
+		return err
+	}
+	if a.Reduce != 0 {
+		deviceReduced.Add(int64(a.R.N) * int64(t.Size()) * int64(a.R.K))
+	}
+	return nil
+}

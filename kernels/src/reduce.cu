@@ -11,6 +11,12 @@
 //   gompix_reduce_<op>_<type>_kn   out[i] = op over in[0..k) (1 <= k <= 8)
 //   gompix_wait_flag(flag, value)   spin until *flag >= value
 //   gompix_write_flag(flag, value)  *flag = value, after a system fence
+//   gompix_direct_<op>_<type>       one block: copy this rank's data into its
+//                                   staging slot, signal every peer, wait for
+//                                   every peer, reduce the peers' slots
+//                                   (struct DirectArgs, 320 bytes); or,
+//                                   with no copy and no flags, any grid:
+//                                   a reduction stored to several outputs
 // Every reduce kernel takes one parameter, struct ReduceArgs, whose layout is
 // fixed (96 bytes) and mirrored by kernels.ReduceArgs.
 
@@ -199,8 +205,10 @@ template <typename T> struct OpAvg : OpSum<T> {
 // time; the input loop is unrolled to GX_MAX_INPUTS with predicates so all
 // loads of one vector are issued before they are combined.
 
-template <template <typename> class OP, typename T, int K>
-__device__ __forceinline__ void reduce_body(const ReduceArgs &a) {
+// MULTI: the result is also stored to every non-null outs[j] (the fused
+// kernel's push of a reduced chunk into the peers' outputs).
+template <template <typename> class OP, typename T, int K, int MULTI>
+__device__ __forceinline__ void reduce_body(const ReduceArgs &a, void *const *outs) {
     typedef Tr<T> TR;
     typedef typename TR::Acc A;
     typedef OP<T> O;
@@ -215,6 +223,10 @@ __device__ __forceinline__ void reduce_body(const ReduceArgs &a) {
 #pragma unroll
     for (int j = 0; j < GX_MAX_INPUTS; j++)
         if (j < k) aligned = aligned && (((u64)a.in[j] & 15) == 0);
+    if (MULTI) {
+#pragma unroll
+        for (int j = 0; j < GX_MAX_INPUTS; j++) aligned = aligned && (((u64)outs[j] & 15) == 0);
+    }
 
     u64 done = 0;
     if (aligned) {
@@ -234,6 +246,11 @@ __device__ __forceinline__ void reduce_body(const ReduceArgs &a) {
                 r.e[l] = TR::store(O::finish(acc, a));
             }
             ((vec16 *)a.out)[v] = r.v;
+            if (MULTI) {
+#pragma unroll
+                for (int j = 0; j < GX_MAX_INPUTS; j++)
+                    if (outs[j]) ((vec16 *)outs[j])[v] = r.v;
+            }
         }
         done = nv * L;
     }
@@ -242,15 +259,23 @@ __device__ __forceinline__ void reduce_body(const ReduceArgs &a) {
 #pragma unroll
         for (int j = 1; j < (K > 0 ? K : GX_MAX_INPUTS); j++)
             if (j < k) acc = O::apply(acc, TR::load(((const T *)a.in[j])[i]));
-        out[i] = TR::store(O::finish(acc, a));
+        const T y = TR::store(O::finish(acc, a));
+        out[i] = y;
+        if (MULTI) {
+#pragma unroll
+            for (int j = 0; j < GX_MAX_INPUTS; j++)
+                if (outs[j]) ((T *)outs[j])[i] = y;
+        }
     }
 }
 
 #define GX_DEF(opname, OP, tname, T)                                                        \
     extern "C" __global__ void __launch_bounds__(GX_BLOCK)                                  \
-        gompix_reduce_##opname##_##tname##_k2(const ReduceArgs a) { reduce_body<OP, T, 2>(a); } \
+        gompix_reduce_##opname##_##tname##_k2(const ReduceArgs a) { reduce_body<OP, T, 2, 0>(a, 0); } \
     extern "C" __global__ void __launch_bounds__(GX_BLOCK)                                  \
-        gompix_reduce_##opname##_##tname##_kn(const ReduceArgs a) { reduce_body<OP, T, 0>(a); }
+        gompix_reduce_##opname##_##tname##_kn(const ReduceArgs a) { reduce_body<OP, T, 0, 0>(a, 0); } \
+    extern "C" __global__ void __launch_bounds__(GX_BLOCK)                                  \
+        gompix_direct_##opname##_##tname(const DirectArgs a) { direct_body<OP, T>(a); }
 
 #define GX_ALL_TYPES(opname, OP)          \
     GX_DEF(opname, OP, i8, i8)            \
@@ -275,6 +300,64 @@ __device__ __forceinline__ void reduce_body(const ReduceArgs &a) {
     GX_DEF(opname, OP, u16, u16)          \
     GX_DEF(opname, OP, u32, u32)          \
     GX_DEF(opname, OP, u64, u64)
+
+// ---- fused IPC-direct collective (small messages) ------------------------------
+// One launch does what would otherwise be a copy, flag writes, flag waits and a
+// reduction on the stream: the latency of small allreduce, reduce_scatter and
+// reduce between GPUs that map each other's memory. Launched with one block:
+// the signal must follow every thread's copy, which a block barrier orders.
+
+struct DirectArgs {
+    ReduceArgs r;                    // offset 0: out, in[] = every rank's slot (+ offset), n, k, avg
+    const void *src;                 // offset 96: this rank's contribution
+    void *slot;                      // offset 104: this rank's staging slot
+    u64 ncopy;                       // offset 112: bytes to copy src -> slot
+    u32 *peer_flag[GX_MAX_INPUTS];   // offset 120: this rank's flag in each peer's region (null: self)
+    const volatile u32 *my_flag[GX_MAX_INPUTS];  // offset 184: each peer's flag in this region (null: self)
+    u32 seq;                         // offset 248: the call's sequence number
+    u32 reduce;                      // offset 252: 0 = copy and signal only
+    void *outs[GX_MAX_INPUTS];       // offset 256: more outputs for the result (null: none)
+};
+
+__device__ __forceinline__ void block_copy(void *dst, const void *src, u64 n) {
+    u64 done = 0;
+    if ((((u64)dst | (u64)src) & 15) == 0) {
+        const u64 nv = n / 16;
+        for (u64 i = threadIdx.x; i < nv; i += blockDim.x)
+            ((vec16 *)dst)[i] = ((const vec16 *)src)[i];
+        done = nv * 16;
+    }
+    for (u64 i = done + threadIdx.x; i < n; i += blockDim.x)
+        ((u8 *)dst)[i] = ((const u8 *)src)[i];
+}
+
+// With a copy or flags, launch one block (the signal must follow every
+// thread's copy); with neither, any grid: a reduction whose result is also
+// pushed into the outs (the mapped mode's reduce-scatter + allgather in one
+// pass).
+template <template <typename> class OP, typename T>
+__device__ __forceinline__ void direct_body(const DirectArgs &a) {
+    bool sync = a.ncopy != 0;
+#pragma unroll
+    for (int j = 0; j < GX_MAX_INPUTS; j++) sync = sync || a.peer_flag[j] || a.my_flag[j];
+    if (sync) {
+    block_copy(a.slot, a.src, a.ncopy);
+    __threadfence_system();  // each thread's copy reaches memory before the signal
+    __syncthreads();
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int j = 0; j < GX_MAX_INPUTS; j++)
+            if (a.peer_flag[j]) *(volatile u32 *)a.peer_flag[j] = a.seq;
+#pragma unroll
+        for (int j = 0; j < GX_MAX_INPUTS; j++)
+            if (a.my_flag[j])
+                while ((int)(*a.my_flag[j] - a.seq) < 0) asm volatile("nanosleep.u32 32;");
+        __threadfence_system();  // the peers' slots are read after their flags
+    }
+    __syncthreads();
+    }
+    if (a.reduce) reduce_body<OP, T, 0, 1>(a.r, a.outs);
+}
 
 GX_ALL_TYPES(sum, OpSum)
 GX_ALL_TYPES(prod, OpProd)
