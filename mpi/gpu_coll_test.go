@@ -427,3 +427,70 @@ func init() {
 		}
 	}
 }
+
+// scenarioGPUCollLatency times small device allreduces and splits each call
+// into its start (host enqueue) and its wait, and times the bare floor of
+// one kernel launch plus an event wait on this rank's GPU alone. It checks
+// the result of every call; the times are printed for docs/gpu-collectives.md
+// (TestDeviceCollectiveLatencyGPU), never asserted.
+func scenarioGPUCollLatency(w *Comm) error {
+	for _, count := range []int{2, 256, 16384} {
+		send, err := toDevice(genSlice[float32](w.Rank(), count, false))
+		if err != nil {
+			return err
+		}
+		recv, err := AllocDevice[float32](count)
+		if err != nil {
+			return err
+		}
+		const iters = 5000
+		var tStart, tWait time.Duration
+		for it := -100; it < iters; it++ {
+			t0 := time.Now()
+			r, err := w.Iallreduce(send, recv, Sum)
+			if err != nil {
+				return err
+			}
+			t1 := time.Now()
+			if _, err := r.Wait(); err != nil {
+				return err
+			}
+			if it >= 0 {
+				tStart += t1.Sub(t0)
+				tWait += time.Since(t1)
+			}
+		}
+		got, err := fromDevice(recv)
+		if err != nil {
+			return err
+		}
+		want := make([]float32, count)
+		for k := range w.Size() {
+			for i, v := range genSlice[float32](k, count, false) {
+				want[i] += v
+			}
+		}
+		if err := sameElems(got, want); err != nil {
+			return err
+		}
+		fmt.Printf("rank %d: allreduce %d B: start %.2f us + wait %.2f us = %.2f us\n", w.Rank(), count*4,
+			float64(tStart.Nanoseconds())/iters/1e3, float64(tWait.Nanoseconds())/iters/1e3,
+			float64((tStart+tWait).Nanoseconds())/iters/1e3)
+		send.Free()
+		recv.Free()
+	}
+	return nil
+}
+
+// TestDeviceCollectiveLatencyGPU runs scenarioGPUCollLatency as a 2-rank job.
+func TestDeviceCollectiveLatencyGPU(t *testing.T) {
+	if _, err := cudadrv.Open(); err != nil {
+		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
+			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	runJob(t, "gpu_coll_lat", 2)
+}
+
+func init() { scenarios["gpu_coll_lat"] = scenarioGPUCollLatency }

@@ -7,13 +7,24 @@
 // and busbw. Build where NCCL is installed:
 //   nvcc -O2 -o nccl_bench scripts/nccl_bench.c -lnccl
 // Run:
-//   gompirun -n 2 ./nccl_bench allreduce 8 536870912 /tmp/nccl.id
+//   gompirun -n 2 ./nccl_bench allreduce 8 536870912 /tmp/nccl.id [sync]
+// With "sync", every operation is followed by cudaStreamSynchronize and
+// the loop is timed on the host: the latency an MPI-style blocking call
+// would see, comparable with OSU's (the default, back-to-back, is how
+// nccl-tests measure).
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
@@ -28,6 +39,7 @@ int main(int argc, char **argv) {
     const char *coll = argv[1];
     size_t minb = strtoull(argv[2], 0, 10), maxb = strtoull(argv[3], 0, 10);
     const char *idfile = argv[4];
+    int sync = argc > 5 && !strcmp(argv[5], "sync");
     int rank = atoi(getenv("GOMPIX_RANK")), n = atoi(getenv("GOMPIX_SIZE"));
     int ngpu = 0;
     CK(cudaGetDeviceCount(&ngpu));
@@ -59,15 +71,20 @@ int main(int argc, char **argv) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    if (rank == 0) printf("# NCCL %d, %d ranks, %s, float32, out of place\n# %12s %12s %10s %10s\n",
-                          NCCL_VERSION_CODE, n, coll, "bytes", "time(us)", "algbw", "busbw");
+    if (rank == 0) printf("# NCCL %d, %d ranks, %s, float32, out of place, %s\n# %12s %12s %10s %10s\n",
+                          NCCL_VERSION_CODE, n, coll, sync ? "synchronised after every operation (host-timed)" : "back to back (event-timed)",
+                          "bytes", "time(us)", "algbw", "busbw");
     for (size_t bytes = minb; bytes <= maxb; bytes *= 2) {
         size_t count = bytes / 4;
         if (count == 0) continue;
         int iters = bytes <= (1 << 20) ? 1000 : bytes <= (64 << 20) ? 100 : 20;
-        double factor = 1;
+        double factor = 1, t0 = 0;
         for (int it = -10; it < iters; it++) {
-            if (it == 0) CK(cudaEventRecord(e0, s));
+            if (it == 0) {
+                CK(cudaStreamSynchronize(s));
+                t0 = now_us();
+                CK(cudaEventRecord(e0, s));
+            }
             if (!strcmp(coll, "allreduce")) {
                 NK(ncclAllReduce(sb, rb, count, ncclFloat, ncclSum, comm, s));
                 factor = 2.0 * (n - 1) / n;
@@ -81,12 +98,13 @@ int main(int argc, char **argv) {
             } else {
                 NK(ncclBroadcast(sb, rb, count, ncclFloat, 0, comm, s));
             }
+            if (sync) CK(cudaStreamSynchronize(s));
         }
         CK(cudaEventRecord(e1, s));
         CK(cudaEventSynchronize(e1));
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        double us = ms * 1000.0 / iters;
+        double us = sync ? (now_us() - t0) / iters : ms * 1000.0 / iters;
         // nccl-tests' convention: algbw over the whole vector (allgather: n blocks).
         double total = !strcmp(coll, "allgather") ? (double)bytes * n : (double)bytes;
         double algbw = total / us / 1000.0;
