@@ -165,7 +165,7 @@ func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options,
 		defer mem.Close()
 		sp := coll.Space{Comm: stagingComm{cm, dev}, Mem: mem}
 		if direct {
-			d, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(),
+			d, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(), SharedDevices: true,
 				Lookup: func(name string) (string, bool) {
 					if name == "GOMPIX_GPU_COLL_STAGING" {
 						return fmt.Sprint(slot), true
@@ -303,13 +303,16 @@ func closeResult(t dtype.Type, got, want []byte) bool {
 // engine), random rank counts, counts, roots, ops, types and in-place use.
 // Host reductions must not happen at all.
 func TestDeviceAlgorithms(t *testing.T) {
-	iters := 12
-	if testing.Short() {
-		iters = 3
-	}
 	drv := devWorld(t)
 	for _, alg := range coll.Catalog() {
 		t.Run(alg.Kind.String()+"/"+alg.Name, func(t *testing.T) {
+			iters := 12
+			if alg.Direct {
+				iters = 40 // three modes, in place or not
+			}
+			if testing.Short() {
+				iters = 3
+			}
 			r := rand.New(rand.NewPCG(seedOf(alg.String()), 11))
 			opts := forced(t, alg)
 			for it := range iters {
@@ -426,6 +429,122 @@ func TestDeviceRefusesUserOps(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestDeviceManyInFlight starts a mix of direct collectives (fused, staged
+// and mapped-mode calls, whose handle exchanges finish at different times on
+// different ranks) without waiting, then completes them in a different
+// order on every rank: the engine must keep every rank's stream in start
+// order, or their flag waits would cross.
+func TestDeviceManyInFlight(t *testing.T) {
+	drv := devWorld(t)
+	for _, p := range []int{2, 3, 5} {
+		r := rand.New(rand.NewPCG(uint64(p), 21))
+		kinds := []coll.Kind{coll.Allreduce, coll.Bcast, coll.Allgather, coll.Reduce, coll.ReduceScatterBlock}
+		var cases []*tcase
+		for range 10 {
+			cases = append(cases, genDevCase(r, kinds[r.IntN(len(kinds))], p, r.IntN(p)))
+		}
+		orders := make([][]int, p)
+		for i := range orders {
+			orders[i] = r.Perm(len(cases))
+		}
+		w := colltest.NewWorld(p)
+		w.Slow = true
+		type rankState struct {
+			dev  cudadrv.Device
+			ptrs []cudadrv.DevicePtr
+		}
+		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+			rank := cm.Rank()
+			dev, err := drv.Device(rank % 2)
+			if err != nil {
+				return err
+			}
+			mem, err := gpucoll.NewMem(dev)
+			if err != nil {
+				return err
+			}
+			defer mem.Close()
+			s := coll.NewState(cm, perRank(&coll.Options{Lookup: func(string) (string, bool) { return "", false }}))
+			d, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(), SharedDevices: true,
+				Lookup: func(name string) (string, bool) {
+					switch name {
+					case "GOMPIX_GPU_COLL_STAGING":
+						return "512", true // most calls mapped, small ones staged or fused
+					case "GOMPIX_GPU_COLL_FUSED":
+						return "64", true
+					}
+					return "", false
+				}})
+			if err != nil || d == nil {
+				return fmt.Errorf("direct engine: %v", err)
+			}
+			defer d.Close()
+			s.SetDevice(coll.Space{Comm: stagingComm{cm, dev}, Mem: mem, Direct: d})
+			s.UseDevice(true)
+			var st rankState
+			st.dev = dev
+			defer func() {
+				for _, p := range st.ptrs {
+					dev.MemFree(p)
+				}
+			}()
+			views := make([]rankBufs, len(cases))
+			fulls := make([]cudadrv.DevicePtr, len(cases))
+			for i, c := range cases {
+				b := c.bufs[rank]
+				sp, sv, err := devBuf(dev, b.send)
+				if err != nil {
+					return err
+				}
+				fp, fv, err := devBuf(dev, b.full)
+				if err != nil {
+					return err
+				}
+				st.ptrs = append(st.ptrs, sp, fp)
+				fulls[i] = fp
+				views[i] = b
+				views[i].send = sv
+				views[i].recv = nil
+				if b.recv != nil {
+					views[i].recv = []byte{}
+					if len(b.recv) > 0 {
+						views[i].recv = fv[:len(b.recv)]
+					}
+				}
+			}
+			reqs := make([]coll.Request, len(cases))
+			for i, c := range cases {
+				if reqs[i], err = c.start(s, rank, &views[i]); err != nil {
+					return fmt.Errorf("%s: %w", c.desc, err)
+				}
+			}
+			for _, i := range orders[rank] {
+				if err := reqs[i].Wait(); err != nil {
+					return fmt.Errorf("%s: %w", cases[i].desc, err)
+				}
+			}
+			for i, c := range cases {
+				if fulls[i] != 0 {
+					if err := dev.MemcpyDtoH(c.bufs[rank].full, fulls[i]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("p=%d: %v", p, err)
+		}
+		for _, c := range cases {
+			for i, b := range c.bufs {
+				if !closeResult(c.t, b.full, b.want) {
+					t.Fatalf("p=%d %s: rank %d: %s", p, c.desc, i, diff(b.full, b.want))
+				}
+			}
 		}
 	}
 }

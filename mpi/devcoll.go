@@ -33,6 +33,11 @@ type devSpace struct {
 // node today.
 var oneNode = true
 
+// directOnSharedGPUs lets ranks that share a GPU use the IPC-direct engine
+// (coll/gpu.DirectConfig.SharedDevices): the in-process tests on the fake
+// driver set it.
+var directOnSharedGPUs = false
+
 // bufferDevice is the device ordinal of a device buffer, -1 for host memory,
 // InPlace and nil.
 func bufferDevice(b Buffer) int {
@@ -107,7 +112,7 @@ func (c *Comm) useSpace(st *coll.State, ord int) error {
 		return err
 	}
 	direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: dev,
-		SameNode: oneNode, Tag: st.ReserveTag()})
+		SameNode: oneNode, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs})
 	if err != nil {
 		mem.Close()
 		return err

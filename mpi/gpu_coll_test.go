@@ -258,6 +258,9 @@ func collSuite[T Elem](w *Comm, count int, big bool, op Op, prod bool) error {
 				}
 				return w.Allgather(s, d)
 			}},
+			collPair[T]{name: "allgather in place", recv: append(append(noise(count*r), mine...), noise(count*(n-r-1))...), run: func(s, d Buffer, _ bool) error {
+				return w.Allgather(s, d)
+			}},
 			collPair[T]{name: "alltoall", send: all(), recv: noise(count * n), run: func(s, d Buffer, _ bool) error { return w.Alltoall(s, d) }},
 			collPair[T]{name: "alltoall in place", recv: all(), run: func(s, d Buffer, _ bool) error { return w.Alltoall(s, d) }},
 			collPair[T]{name: "reduce_scatter_block", send: all(), recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.ReduceScatterBlock(s, d, op) }},
@@ -351,6 +354,8 @@ func TestDeviceCollectivesFake(t *testing.T) {
 	for _, n := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("np%d", n), func(t *testing.T) {
 			useFake(t, fake.Options{Devices: 2, TotalMem: 4 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
+			directOnSharedGPUs = true // the fake's kernels are goroutines: no time slicing
+			defer func() { directOnSharedGPUs = false }()
 			f := inproc.NewFabric(n)
 			var wg sync.WaitGroup
 			errc := make(chan error, n)

@@ -88,6 +88,13 @@ type DirectConfig struct {
 	// Lookup overrides configuration variables (tests); the environment
 	// when nil.
 	Lookup func(name string) (string, bool)
+	// SharedDevices lets ranks that share a GPU use the engine. Off by
+	// default: without MPS, kernels of different processes on one GPU do
+	// not run at once, so a rank's kernel spinning on a flag holds the GPU
+	// until the time slice ends (measured on an H200: 2.5 ms per 8-byte
+	// allreduce). The fake driver, whose kernels are goroutines, has no
+	// such limit.
+	SharedDevices bool
 }
 
 // Direct is the IPC-direct engine of one communicator.
@@ -100,6 +107,7 @@ type Direct struct {
 	fused   int  // bytes up to which reductions run as one fused kernel
 	memops  bool // flags by stream memory operations (else flag kernels)
 	push    bool // mapped allreduce: one reduce-and-push kernel (else reduce-scatter, barrier, pulls)
+	shared  bool // ranks may share a GPU (DirectConfig.SharedDevices)
 
 	stream cudadrv.Stream
 	region cudadrv.DevicePtr   // this rank's flags and slots
@@ -108,7 +116,9 @@ type Direct struct {
 
 	handles *handleCache
 
-	mu     sync.Mutex
+	mu     sync.Mutex      // guards the fields below and every enqueue on stream
+	queue  []*directReq    // started, not yet enqueued (in start order)
+	last   *directReq      // the stream's last enqueued call, while it has no event
 	events []cudadrv.Event // free completion events
 	closed bool
 }
@@ -160,7 +170,7 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 	slot = (slot + 255) &^ 255
 	memops := get(varFlags) != "kernels" // auto: memops unless set-up finds them unsupported
 	push := get(varMapped) != "pull"
-	d := &Direct{host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), memops: memops, push: push,
+	d := &Direct{shared: cfg.SharedDevices, host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), memops: memops, push: push,
 		peers: make([]cudadrv.DevicePtr, p), handles: newHandleCache(cfg.Device)}
 	ok, err := d.setup(cfg.Tag)
 	if err != nil || !ok {
@@ -203,18 +213,30 @@ func (d *Direct) setup(tag int) (bool, error) {
 		}
 	}
 	local = err
-	rec := make([]byte, 1+len(h))
+	// The record: ok byte, region handle, the GPU's PCI bus id (ranks
+	// sharing a GPU are told apart from ranks on distinct ones).
+	const busLen = 32
+	rec := make([]byte, 1+len(h)+busLen)
 	if local == nil {
 		rec[0] = 1
 		copy(rec[1:], h[:])
+		copy(rec[1+len(h):], d.dev.PCIBusID())
 	}
 	got, err := d.allgather(rec, tag)
 	if err != nil {
 		return false, err
 	}
 	all := true
+	buses := map[string]bool{}
+	for _, g := range got {
+		bus := string(g[1+len(h):])
+		if g[0] == 1 && buses[bus] && !d.shared {
+			all = false // two ranks on one GPU
+		}
+		buses[bus] = true
+	}
 	for i, g := range got {
-		if g[0] != 1 {
+		if g[0] != 1 || !all {
 			all = false
 			continue
 		}
@@ -354,22 +376,84 @@ func (d *Direct) exposed(c *coll.DirectCall) int {
 func (d *Direct) Start(c *coll.DirectCall) (coll.Request, error) {
 	d.seq++
 	q := &directReq{d: d, c: *c, seq: d.seq}
-	if d.fusable(c) {
-		if err := d.enqueueFused(q); err != nil {
+	switch {
+	case d.fusable(c):
+		q.mode = modeFused
+	case d.exposed(c) <= d.slot:
+		q.mode = modeStaged
+	default:
+		q.mode = modeMapped
+		if err := q.postExchange(); err != nil {
 			return nil, err
 		}
-		return q, nil
 	}
-	if d.exposed(c) <= d.slot {
-		if err := d.enqueueStaged(q); err != nil {
-			return nil, err
-		}
-		return q, nil
-	}
-	if err := q.postExchange(); err != nil {
-		return nil, err
-	}
+	d.mu.Lock()
+	d.queue = append(d.queue, q)
+	d.mu.Unlock()
+	d.pump()
 	return q, nil
+}
+
+// pump enqueues the queued calls, in the order they were started (the
+// order of every rank's stream must be the same, or their flag waits
+// cross), up to the first mapped call whose handle exchange is still in
+// flight. Start, Test and Wait all pump, so a call waiting behind another's
+// exchange moves as soon as anyone drives the engine.
+func (d *Direct) pump() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.queue) > 0 {
+		q := d.queue[0]
+		if q.mode == modeMapped {
+			ok, err := q.exchanged()
+			if err != nil {
+				d.queue = d.queue[1:]
+				q.failLocked(err)
+				continue
+			}
+			if !ok {
+				return
+			}
+		}
+		d.queue = d.queue[1:]
+		// The previous call's completion is the stream's state right now:
+		// record its event before anything else is enqueued (lazily, so a
+		// lone blocking call never pays for an event).
+		if l := d.last; l != nil && l.ev == 0 && !l.done {
+			if err := d.recordLocked(l); err != nil {
+				l.failLocked(err)
+			}
+		}
+		var err error
+		switch q.mode {
+		case modeFused:
+			err = d.enqueueFused(q)
+		case modeStaged:
+			err = d.enqueueStaged(q)
+		default:
+			err = d.enqueueMapped(q)
+		}
+		if err != nil {
+			q.failLocked(err)
+			continue
+		}
+		q.enqueued = true
+		d.last = q
+	}
+}
+
+// recordLocked records q's completion event on the stream. d.mu held.
+func (d *Direct) recordLocked(q *directReq) error {
+	if n := len(d.events); n > 0 {
+		q.ev, d.events = d.events[n-1], d.events[:n-1]
+	} else {
+		ev, err := d.dev.EventCreate(false)
+		if err != nil {
+			return err
+		}
+		q.ev = ev
+	}
+	return d.dev.EventRecord(q.ev, d.stream)
 }
 
 // signal makes the stream tell every peer it reached phase (after all its
@@ -502,10 +586,7 @@ func (d *Direct) enqueueStaged(q *directReq) error {
 	default:
 		err = fmt.Errorf("coll/gpu: %v is not a direct collective", c.Kind)
 	}
-	if err != nil {
-		return err
-	}
-	return q.record()
+	return err
 }
 
 // fusable reports whether c runs as one fused kernel: a small reduction.
@@ -548,10 +629,7 @@ func (d *Direct) enqueueFused(q *directReq) error {
 		return err
 	}
 	a.R = ra
-	if err := d.mod.launchDirect(d.stream, c.Op, c.Type, &a); err != nil {
-		return err
-	}
-	return q.record()
+	return d.mod.launchDirect(d.stream, c.Op, c.Type, &a)
 }
 
 // chunk is rank i's share [off, off+n) of count elements, cut on 16-byte
@@ -639,18 +717,27 @@ func (d *Direct) enqueueMapped(q *directReq) error {
 	if err == nil {
 		err = d.barrier(flagFin, s)
 	}
-	if err != nil {
-		return err
-	}
-	return q.record()
+	return err
 }
 
-// directReq is one Direct call: its handle exchange (mapped mode), then the
-// completion event of its stream work.
+// A call's mode: how much of it the stream does alone.
+type directMode uint8
+
+const (
+	modeFused  directMode = iota // one kernel
+	modeStaged                   // slot copy, flags, reads of the peers' slots
+	modeMapped                   // handle exchange in host messages, then reads of the peers' buffers
+)
+
+// directReq is one Direct call: queued, enqueued on the engine's stream
+// (after its handle exchange in mapped mode), then complete when the stream
+// has passed it: its event, recorded when the next call is enqueued, or
+// while it is the stream's last call, the stream itself.
 type directReq struct {
-	d   *Direct
-	c   coll.DirectCall
-	seq uint32
+	d    *Direct
+	c    coll.DirectCall
+	seq  uint32
+	mode directMode
 
 	// mapped mode's exchange
 	rec      []byte // this rank's record
@@ -661,89 +748,94 @@ type directReq struct {
 	peerRecv []cudadrv.DevicePtr
 	held     []*mapping
 
-	ev      cudadrv.Event
-	enqueue bool // the stream work is enqueued
-	done    bool
-	err     error
-}
-
-// record ends the enqueued work with an event Test can query.
-func (q *directReq) record() error {
-	d := q.d
-	d.mu.Lock()
-	if n := len(d.events); n > 0 {
-		q.ev, d.events = d.events[n-1], d.events[:n-1]
-	}
-	d.mu.Unlock()
-	if q.ev == 0 {
-		ev, err := d.dev.EventCreate(false)
-		if err != nil {
-			return err
-		}
-		q.ev = ev
-	}
-	q.enqueue = true
-	return d.dev.EventRecord(q.ev, d.stream)
+	// guarded by d.mu
+	enqueued bool
+	ev       cudadrv.Event // 0 until a later call is enqueued
+	done     bool
+	err      error
 }
 
 // Test reports whether the call has completed.
 func (q *directReq) Test() (bool, error) {
-	if q.done {
-		return true, q.err
+	d := q.d
+	d.pump()
+	d.mu.Lock()
+	if q.done || !q.enqueued {
+		defer d.mu.Unlock()
+		return q.done, q.err
 	}
-	if !q.enqueue {
-		ok, err := q.exchanged()
-		if err != nil || !ok {
-			if err != nil {
-				q.finish(err)
-			}
-			return q.done, q.err
-		}
-		if err := q.d.enqueueMapped(q); err != nil {
-			q.finish(err)
-			return true, q.err
-		}
+	ev := q.ev
+	d.mu.Unlock()
+	var ok bool
+	var err error
+	if ev != 0 {
+		ok, err = d.dev.EventQuery(ev)
+	} else {
+		// The stream's last call (or sealed just now, in which case an
+		// idle stream still means it is done).
+		ok, err = d.dev.StreamQuery(d.stream)
 	}
-	ok, err := q.d.dev.EventQuery(q.ev)
-	if err != nil {
-		q.finish(err)
-		return true, q.err
+	if err != nil || ok {
+		d.mu.Lock()
+		q.finishLocked(err)
+		d.mu.Unlock()
 	}
-	if ok {
-		q.finish(nil)
-	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return q.done, q.err
 }
 
-// Wait blocks until the call has completed.
+// Wait blocks until the call has completed: in the driver once its work is
+// on the stream, before that driving the engine (a handle exchange ahead of
+// it in the queue).
 func (q *directReq) Wait() error {
+	d := q.d
 	for {
 		if done, err := q.Test(); done {
 			return err
 		}
-		if q.enqueue {
-			if err := q.d.dev.EventSynchronize(q.ev); err != nil {
-				q.finish(err)
-				return q.err
-			}
+		d.mu.Lock()
+		enq, ev := q.enqueued, q.ev
+		d.mu.Unlock()
+		if !enq {
+			runtime.Gosched()
 			continue
 		}
-		runtime.Gosched()
+		var err error
+		if ev != 0 {
+			err = d.dev.EventSynchronize(ev)
+		} else {
+			err = d.dev.StreamSynchronize(d.stream)
+		}
+		if err != nil {
+			d.mu.Lock()
+			q.finishLocked(err)
+			d.mu.Unlock()
+		}
 	}
 }
 
-func (q *directReq) finish(err error) {
+// failLocked ends a call that could not be (fully) enqueued.
+func (q *directReq) failLocked(err error) { q.finishLocked(err) }
+
+// finishLocked ends the call. d.mu held.
+func (q *directReq) finishLocked(err error) {
+	if q.done {
+		return
+	}
+	d := q.d
 	q.done, q.err = true, err
 	q.pin.Unpin()
 	for _, m := range q.held {
-		q.d.handles.release(m)
+		d.handles.release(m)
 	}
 	q.held = nil
 	if q.ev != 0 && err == nil {
-		q.d.mu.Lock()
-		q.d.events = append(q.d.events, q.ev)
-		q.d.mu.Unlock()
+		d.events = append(d.events, q.ev)
 		q.ev = 0
+	}
+	if d.last == q {
+		d.last = nil
 	}
 }
 
@@ -834,10 +926,14 @@ func (q *directReq) exchanged() (bool, error) {
 			*dst = m.base + cudadrv.DevicePtr(binary.LittleEndian.Uint64(e[64:]))
 		}
 	}
-	// In place: the contribution is in the receive buffer.
+	// In place: the contribution is in the receive buffer (an allgather's
+	// at its own block).
 	for i := range d.p {
 		if q.peerSend[i] == 0 {
 			q.peerSend[i] = q.peerRecv[i]
+			if c.Kind == coll.Allgather {
+				q.peerSend[i] += cudadrv.DevicePtr(i * c.Count * c.Type.Size())
+			}
 		}
 	}
 	return true, nil
