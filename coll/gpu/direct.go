@@ -791,28 +791,32 @@ func (q *directReq) Test() (bool, error) {
 func (q *directReq) Wait() error {
 	d := q.d
 	for {
-		if done, err := q.Test(); done {
-			return err
-		}
+		d.pump()
 		d.mu.Lock()
-		enq, ev := q.enqueued, q.ev
+		done, enq, ev := q.done, q.enqueued, q.ev
 		d.mu.Unlock()
+		if done {
+			break
+		}
 		if !enq {
 			runtime.Gosched()
 			continue
 		}
+		// Synchronising on the event, or on the stream while this is its
+		// last call, completes the call: no query after it.
 		var err error
 		if ev != 0 {
 			err = d.dev.EventSynchronize(ev)
 		} else {
 			err = d.dev.StreamSynchronize(d.stream)
 		}
-		if err != nil {
-			d.mu.Lock()
-			q.finishLocked(err)
-			d.mu.Unlock()
-		}
+		d.mu.Lock()
+		q.finishLocked(err)
+		d.mu.Unlock()
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return q.err
 }
 
 // failLocked ends a call that could not be (fully) enqueued.
