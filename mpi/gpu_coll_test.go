@@ -323,6 +323,13 @@ func scenarioGPUColl(sizes []int, big int) scenario {
 				return err
 			}
 		}
+		// One allocation through both IPC users: the point-to-point path
+		// opens the peer's buffer, then a mapped-mode allreduce (4 MiB,
+		// beyond a staging slot) opens the same allocation again (CUDA maps
+		// a handle once per context: cudadrv.OpenIPC shares it).
+		if err := sharedIPCBuffer(w, 1<<20); err != nil {
+			return err
+		}
 		// Bad input: a user op on device buffers, mixed kinds.
 		d, err := AllocDevice[float32](16)
 		if err != nil {
@@ -499,3 +506,41 @@ func TestDeviceCollectiveLatencyGPU(t *testing.T) {
 }
 
 func init() { scenarios["gpu_coll_lat"] = scenarioGPUCollLatency }
+
+// sharedIPCBuffer passes a device buffer around the ring with Sendrecv, then
+// allreduces the received buffer in place, twice; every rank checks the sum.
+func sharedIPCBuffer(w *Comm, n int) error {
+	r, p := w.Rank(), w.Size()
+	mine, err := toDevice(genSlice[float32](r, n, false))
+	if err != nil {
+		return err
+	}
+	defer mine.Free()
+	got, err := AllocDevice[float32](n)
+	if err != nil {
+		return err
+	}
+	defer got.Free()
+	for round := range 2 {
+		if _, err := w.Sendrecv(mine, (r+1)%p, 7, got, (r+p-1)%p, 7); err != nil {
+			return fmt.Errorf("shared buffer sendrecv: %w", err)
+		}
+		if err := w.Allreduce(InPlace, got, Sum); err != nil {
+			return fmt.Errorf("shared buffer allreduce: %w", err)
+		}
+		host, err := fromDevice(got)
+		if err != nil {
+			return err
+		}
+		want := make([]float32, n)
+		for k := range p {
+			for i, v := range genSlice[float32](k, n, false) {
+				want[i] += v
+			}
+		}
+		if err := sameElems(host, want); err != nil {
+			return fmt.Errorf("shared buffer round %d: %w", round, err)
+		}
+	}
+	return nil
+}

@@ -245,7 +245,7 @@ func (d *Direct) setup(tag int) (bool, error) {
 		}
 		var ph cudadrv.IpcMemHandle
 		copy(ph[:], g[1:])
-		if d.peers[i], err = d.dev.IpcOpenMemHandle(ph); err != nil {
+		if d.peers[i], err = cudadrv.OpenIPC(d.dev, ph); err != nil {
 			local, d.peers[i] = err, 0
 		}
 	}
@@ -314,7 +314,7 @@ func (d *Direct) Close() error {
 	var errs []error
 	for i, pp := range d.peers {
 		if i != d.rank && pp != 0 {
-			errs = append(errs, d.dev.IpcCloseMemHandle(pp))
+			errs = append(errs, cudadrv.CloseIPC(d.dev, pp))
 		}
 	}
 	errs = append(errs, d.handles.closeAll())

@@ -93,7 +93,7 @@ func (c *handleCache) open(peer int, id uint64, h cudadrv.IpcMemHandle) (*mappin
 		m.used = c.tick
 		return m, nil
 	}
-	base, err := c.dev.IpcOpenMemHandle(h)
+	base, err := cudadrv.OpenIPC(c.dev, h)
 	if err != nil {
 		return nil, fmt.Errorf("coll/gpu: mapping rank %d's buffer: %w", peer, err)
 	}
@@ -122,7 +122,7 @@ func (c *handleCache) trimLocked() {
 			return
 		}
 		delete(c.maps, old.key)
-		_ = c.dev.IpcCloseMemHandle(old.base) // best effort: the entry is gone either way
+		_ = cudadrv.CloseIPC(c.dev, old.base) // best effort: the entry is gone either way
 	}
 }
 
@@ -131,7 +131,7 @@ func (c *handleCache) closeAll() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for k, m := range c.maps {
-		errs = append(errs, c.dev.IpcCloseMemHandle(m.base))
+		errs = append(errs, cudadrv.CloseIPC(c.dev, m.base))
 		delete(c.maps, k)
 	}
 	return errors.Join(errs...)

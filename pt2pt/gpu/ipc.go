@@ -160,7 +160,7 @@ func (c *ipcCache) acquire(dev cudadrv.Device, d *descriptor) (*mapping, error) 
 			c.drop(m)
 		}
 	}
-	p, err := dev.IpcOpenMemHandle(d.handle)
+	p, err := cudadrv.OpenIPC(dev, d.handle)
 	if err != nil {
 		return nil, fmt.Errorf("opening the IPC handle of rank %d's buffer %d: %w", d.src, d.bufferID, err)
 	}
@@ -173,7 +173,7 @@ func (c *ipcCache) acquire(dev cudadrv.Device, d *descriptor) (*mapping, error) 
 func (c *ipcCache) release(m *mapping) {
 	m.refs--
 	if m.refs == 0 && c.m[m.key] != m {
-		m.dev.IpcCloseMemHandle(m.ptr) // dropped while in use
+		cudadrv.CloseIPC(m.dev, m.ptr) // dropped while in use
 	}
 }
 
@@ -181,7 +181,7 @@ func (c *ipcCache) release(m *mapping) {
 func (c *ipcCache) drop(m *mapping) {
 	delete(c.m, m.key)
 	if m.refs == 0 {
-		m.dev.IpcCloseMemHandle(m.ptr)
+		cudadrv.CloseIPC(m.dev, m.ptr)
 	}
 }
 
