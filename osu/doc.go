@@ -78,9 +78,11 @@
 //
 // # Differences from OSU
 //
-//   - Device (-d cuda, D/M placements) and managed buffers are parsed but
-//     refused with ErrDeviceUnsupported until the mpi package has device
-//     buffers; allocBuffer is the one place they will be allocated.
+//   - Device buffers (-d cuda, D placements) come from mpi.AllocDevice on
+//     the rank's GPU, for point-to-point and collective benchmarks alike;
+//     managed memory (MH, MD) has no gompix buffer type and is refused with
+//     ErrDeviceUnsupported. allocBuffer is the one place buffers are
+//     allocated.
 //   - Validation uses gompix's own patterns (every element checked,
 //     receive buffers poisoned first) instead of OSU's; -u is accepted
 //     and ignored, and -c takes no "log" argument.

@@ -155,9 +155,10 @@ func (e *UsageError) Error() string {
 	return fmt.Sprintf("%s [%s]", e.Message, e.Opt)
 }
 
-// ErrDeviceUnsupported is returned when a run asks for device (or managed)
-// buffers: the mpi package has no device buffer type yet.
-var ErrDeviceUnsupported = errors.New("osu: device buffers not supported yet (the mpi package has no device buffer type)")
+// ErrDeviceUnsupported is returned when a run asks for memory gompix
+// cannot provide: managed memory, an accelerator other than CUDA, or device
+// buffers on a machine without a usable GPU.
+var ErrDeviceUnsupported = errors.New("osu: buffers of this kind are not supported here")
 
 // optSpec describes one option: its letter, long name and argument kind.
 type optSpec struct {
