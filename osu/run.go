@@ -242,7 +242,7 @@ var helpText = map[byte]string{
 	'x': "ITER - set number of warmup iterations to skip before timing",
 	'a': "SIZE - size of the device arrays for dummy compute (accepted, unused)",
 	'M': "SIZE - set per process maximum memory consumption to SIZE bytes\n  (default 536870912)",
-	'd': "TYPE - use accelerator device buffers of TYPE `cuda' (not supported yet)",
+	'd': "TYPE - use accelerator device buffers of TYPE `cuda'",
 	'R': "0|1 - print the message rate (default 1)",
 	'p': "PAIRS - number of sender/receiver pairs (default: half the processes)",
 	'V': "vary the window size (not supported)",

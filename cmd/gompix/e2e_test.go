@@ -161,8 +161,8 @@ func TestOSUFailures(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{2, []string{"osu", "latency", "-d", "cuda", "D", "D"}, "device buffers not supported yet"},
-		{2, []string{"osu", "bw", "H", "D"}, "device buffers not supported yet"},
+		{2, []string{"osu", "latency", "-d", "cuda", "D", "D"}, "buffers of this kind are not supported here"},
+		{2, []string{"osu", "bw", "H", "D"}, "buffers of this kind are not supported here"},
 		{3, []string{"osu", "latency"}, "requires exactly two processes"},
 		{2, []string{"osu", "latency", "-q"}, "Invalid option [-q]"},
 		{1, []string{"osu", "nosuch"}, `unknown benchmark "nosuch"`},
