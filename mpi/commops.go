@@ -100,11 +100,8 @@ func (c *Comm) Free() error {
 	if err := c.check("comm free"); err != nil {
 		return err
 	}
-	if err := c.pc.Free(); err != nil {
-		return err
-	}
 	if err := c.closeDevice(); err != nil {
 		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
 	}
-	return nil
+	return c.pc.Free()
 }

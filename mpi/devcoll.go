@@ -128,14 +128,24 @@ func (c *Comm) useSpace(st *coll.State, ord int) error {
 	return nil
 }
 
-// closeDevice releases the device space (Comm.Free).
+// closeDevice releases the device space (Comm.Free, collective). With an
+// IPC-direct engine it first waits for every rank (a barrier): a peer may
+// still be reading this rank's staging slot for the last call, which this
+// rank completed as soon as the peer had signalled.
 func (c *Comm) closeDevice() error {
 	c.collMu.Lock()
-	defer c.collMu.Unlock()
 	ds := c.coll.dev
+	c.collMu.Unlock()
 	if ds == nil {
 		return nil
 	}
+	if ds.direct != nil {
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+	}
+	c.collMu.Lock()
+	defer c.collMu.Unlock()
 	c.coll.dev = nil
 	err := ds.mem.Close()
 	if ds.direct != nil {
