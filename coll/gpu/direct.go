@@ -195,7 +195,13 @@ func (d *Direct) setup(tag int) (bool, error) {
 		size := flagsBytes + 2*d.slot
 		if d.region, err = d.dev.MemAlloc(size); err == nil {
 			d.peers[d.rank] = d.region
-			if err = d.dev.MemcpyHtoD(d.region, make([]byte, flagsBytes)); err == nil {
+			// Zero the flags, finished before any peer can learn the
+			// region exists (a pageable cuMemcpyHtoD may still be in
+			// flight when it returns).
+			if err = d.dev.MemsetD8Async(d.region, 0, flagsBytes, d.stream); err == nil {
+				err = d.dev.StreamSynchronize(d.stream)
+			}
+			if err == nil {
 				h, err = d.dev.IpcGetMemHandle(d.region)
 			}
 			if err == nil && d.memops {
