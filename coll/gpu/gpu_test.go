@@ -1,11 +1,14 @@
 package gpu
 
 import (
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/gompix/gompix/coll/colltest"
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/internal/dtype"
 	"github.com/gompix/gompix/kernels"
 )
@@ -84,6 +87,76 @@ func BenchmarkLaunchFloor(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N)/1e3, "us/op")
+		})
+	}
+}
+
+// TestChunk: the ranks' chunks tile [0, count) in order, each starting on
+// a 16-byte boundary.
+func TestChunk(t *testing.T) {
+	for _, esz := range []int{1, 2, 4, 8} {
+		for _, p := range []int{1, 2, 3, 7, 8} {
+			for _, count := range []int{0, 1, 3, 15, 16, 17, 1000, 1 << 20, 1<<20 + 5} {
+				next := 0
+				for i := range p {
+					off, n := chunk(count, esz, p, i)
+					if off != next || n < 0 {
+						t.Fatalf("esz %d p %d count %d: chunk %d = [%d,+%d), want start %d", esz, p, count, i, off, n, next)
+					}
+					if n > 0 && (off*esz)%16 != 0 {
+						t.Fatalf("esz %d p %d count %d: chunk %d starts at byte %d", esz, p, count, i, off*esz)
+					}
+					next = off + n
+				}
+				if next != count {
+					t.Fatalf("esz %d p %d count %d: chunks end at %d", esz, p, count, next)
+				}
+			}
+		}
+	}
+}
+
+// TestDirectRefusesSharedGPU: ranks on one GPU get no engine (on every
+// rank alike) unless SharedDevices allows it; ranks on distinct GPUs get one.
+func TestDirectRefusesSharedGPU(t *testing.T) {
+	drv := fake.New(fake.Options{Devices: 2, Kernels: kernels.HostKernel})
+	defer drv.Close()
+	for _, tc := range []struct {
+		name   string
+		devs   []int
+		shared bool
+		want   bool
+	}{
+		{"distinct", []int{0, 1}, false, true},
+		{"shared", []int{0, 0}, false, false},
+		{"shared allowed", []int{0, 0}, true, true},
+		{"three on two", []int{0, 1, 0}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := colltest.NewWorld(len(tc.devs))
+			err := w.Run(10*time.Second, func(cm *colltest.Comm) error {
+				dev, err := drv.Device(tc.devs[cm.Rank()])
+				if err != nil {
+					return err
+				}
+				d, err := NewDirect(DirectConfig{Host: cm, Device: dev, SameNode: true, SharedDevices: tc.shared})
+				if err != nil {
+					return err
+				}
+				if (d != nil) != tc.want {
+					return fmt.Errorf("rank %d: engine %v, want %v", cm.Rank(), d != nil, tc.want)
+				}
+				if d != nil {
+					return d.Close()
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := drv.Allocations(); n != 0 {
+				t.Fatalf("%d allocations left", n)
+			}
 		})
 	}
 }
