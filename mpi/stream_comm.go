@@ -1,0 +1,437 @@
+package mpi
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/stream"
+)
+
+// StreamComm is a communicator bound to a Stream (MPIX_Stream_comm_create):
+// its Enqueue operations are ordered on the stream. It is a Comm too, with
+// its own context, so the ordinary blocking and nonblocking operations work
+// on it as on any communicator (not ordered on the stream).
+//
+// Semantics of every Enqueue operation: it starts after all work enqueued
+// on the stream before it; work enqueued after a blocking one (Send, Recv,
+// Wait, Waitall and every collective) waits for its completion; the
+// calling goroutine returns at once, without waiting for the stream, unless
+// the stream already holds GOMPIX_STREAM_DEPTH unfinished operations (then
+// it waits for one to finish). Completion is observable on the stream:
+// Stream.Synchronize, or an Event recorded afterwards. Buffers may be
+// device buffers of the stream's device or host buffers; like a
+// nonblocking operation's, they must not be touched by the host until the
+// operation has completed. Errors that can be seen at the call (a nil or
+// freed buffer, a buffer on another device, a bad rank or tag, a
+// communicator without a stream) are returned by it; errors of the
+// operation itself (truncation, say) are returned by the stream's next
+// Synchronize, and the stream is released all the same.
+//
+// As on any communicator, collectives must be enqueued in the same order
+// on every rank, and a StreamComm's collectives must not be mixed with
+// blocking collectives on it from the host while enqueued ones are pending.
+type StreamComm struct {
+	*Comm
+	s *Stream
+}
+
+// StreamComm creates a communicator over c's group, bound on this rank to
+// s. It is collective over c, like Dup; ranks may pass a nil Stream (MPIX's
+// MPIX_STREAM_NULL), and the communicator then has no stream on that rank
+// (its Enqueue operations fail there with ErrComm).
+func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
+	const op = "stream comm create"
+	if err := c.check(op); err != nil {
+		return nil, err
+	}
+	nc, err := c.Dup()
+	if err != nil {
+		return nil, err
+	}
+	ord := -1
+	if s != nil {
+		if err := s.use(op); err != nil {
+			ord = -2 // still take part in the exchange below, then fail
+		} else {
+			ord = s.ord
+		}
+	}
+	if err := nc.prepareDeviceCollectives(ord); err != nil {
+		nc.Free()
+		return nil, err
+	}
+	if ord == -2 {
+		nc.Free()
+		return nil, s.use(op)
+	}
+	return &StreamComm{Comm: nc, s: s}, nil
+}
+
+// prepareDeviceCollectives sets up the device collectives of a new stream
+// communicator while every rank is here, collectively: the first device
+// collective on a communicator runs a blocking set-up exchange, which must
+// not happen inside an enqueued collective (the progress goroutine that
+// starts it must never block). When every rank has a stream, one
+// one-element device Allreduce on each rank's stream device does it; a
+// rank without a stream (ord < 0) makes it a host-only communicator for
+// everyone. Collectives that refuse device buffers (ErrBuffer) leave
+// nothing to prepare.
+func (c *Comm) prepareDeviceCollectives(ord int) error {
+	ords, err := c.allgatherInts([]int{ord})
+	if err != nil {
+		return err
+	}
+	for _, o := range ords {
+		if o < 0 {
+			return nil
+		}
+	}
+	dev, err := gpuDevice(ord)
+	if err != nil {
+		return devError("stream comm create", ErrOther, err)
+	}
+	p, err := dev.MemAlloc(4)
+	if err != nil {
+		return devError("stream comm create", ErrOther, err)
+	}
+	b := &DeviceBuffer[int32]{a: &devAlloc{dev: dev, ord: ord, ptr: p}, n: 1}
+	err = errors.Join(b.Zero(), c.Allreduce(InPlace, b, Max))
+	if ferr := b.Free(); err == nil {
+		err = ferr
+	}
+	if errors.Is(err, ErrBuffer) {
+		return nil
+	}
+	return err
+}
+
+// Stream is the communicator's stream on this rank (nil for none).
+func (c *StreamComm) Stream() *Stream {
+	if c == nil {
+		return nil
+	}
+	return c.s
+}
+
+// stream returns the live stream the operation is enqueued on.
+func (c *StreamComm) stream(op string) (*Stream, error) {
+	if c == nil || c.Comm == nil || c.Comm.pc == nil {
+		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+	}
+	if c.s == nil {
+		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("communicator has no stream on this rank")}
+	}
+	if c.Comm.pc.Freed() {
+		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
+	}
+	if err := c.s.use(op); err != nil {
+		return nil, err
+	}
+	return c.s, nil
+}
+
+// checkStreamBuf checks what can be seen of b now: a device buffer must be
+// live and on the stream's device. InPlace passes where allowed.
+func (s *Stream) checkBuf(op string, b Buffer, inPlaceOK bool) error {
+	if b == nil {
+		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
+	}
+	if isInPlace(b) {
+		if inPlaceOK {
+			return nil
+		}
+		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("InPlace is not a buffer here")}
+	}
+	m := b.mem()
+	if m.Kind != pt2pt.Device {
+		return nil
+	}
+	if m.Len > 0 && m.Ptr == nil {
+		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("device buffer used after Free")}
+	}
+	if m.Device != s.ord {
+		return &pt2pt.OpError{Op: op, Class: ErrBuffer,
+			Err: fmt.Errorf("device buffer on device %d enqueued on a stream of device %d", m.Device, s.ord)}
+	}
+	return nil
+}
+
+func (c *StreamComm) checkPeer(op string, rank int, any bool) error {
+	if rank == ProcNull || (any && rank == AnySource) {
+		return nil
+	}
+	if rank < 0 || rank >= c.Size() {
+		return &pt2pt.OpError{Op: op, Class: ErrRank, Err: fmt.Errorf("rank %d of %d", rank, c.Size())}
+	}
+	return nil
+}
+
+func checkTag(op string, tag int, any bool) error {
+	if (any && tag == AnyTag) || (tag >= 0 && tag <= TagUB) {
+		return nil
+	}
+	return &pt2pt.OpError{Op: op, Class: ErrTag, Err: fmt.Errorf("tag %d", tag)}
+}
+
+// poll adapts a Request to the engine; st, if not nil, receives its status.
+func poll(r *Request, st *Status) stream.Poll {
+	return func() (bool, error) {
+		ok, s, err := r.Test()
+		if ok && st != nil {
+			*st = s
+		}
+		return ok, err
+	}
+}
+
+// enqueueReq enqueues a blocking operation that start begins.
+func (s *Stream) enqueueReq(start func() (*Request, error)) error {
+	return s.q.Enqueue(stream.Op{Block: true, Start: func() (stream.Poll, error) {
+		r, err := start()
+		if err != nil {
+			return nil, err
+		}
+		return poll(r, nil), nil
+	}})
+}
+
+// p2p validates and enqueues a blocking point-to-point operation.
+func (c *StreamComm) p2p(op string, buf Buffer, peer, tag int, recv bool, start func() (*Request, error)) error {
+	s, err := c.stream(op)
+	if err != nil {
+		return err
+	}
+	if err := s.checkBuf(op, buf, false); err != nil {
+		return err
+	}
+	if err := c.checkPeer(op, peer, recv); err != nil {
+		return err
+	}
+	if err := checkTag(op, tag, recv); err != nil {
+		return err
+	}
+	return s.enqueueReq(start)
+}
+
+// SendEnqueue enqueues a standard-mode send of buf to dest
+// (MPIX_Send_enqueue): it starts when the stream gets there, and the
+// stream's later work waits until it completes (buf may then be reused).
+func (c *StreamComm) SendEnqueue(buf Buffer, dest, tag int) error {
+	return c.p2p("send enqueue", buf, dest, tag, false, func() (*Request, error) { return c.Comm.Isend(buf, dest, tag) })
+}
+
+// RecvEnqueue enqueues a receive into buf from src (or AnySource) with tag
+// (or AnyTag) (MPIX_Recv_enqueue): the stream's later work sees the
+// message. Use IrecvEnqueue for the status.
+func (c *StreamComm) RecvEnqueue(buf Buffer, src, tag int) error {
+	return c.p2p("recv enqueue", buf, src, tag, true, func() (*Request, error) { return c.Comm.Irecv(buf, src, tag) })
+}
+
+// StreamRequest is a nonblocking operation enqueued on a stream
+// (IsendEnqueue, IrecvEnqueue). Complete it on a stream with WaitEnqueue or
+// WaitallEnqueue; the host may look at it with Test.
+type StreamRequest struct {
+	mu     sync.Mutex
+	done   bool
+	status Status
+	err    error
+	waited bool // a WaitEnqueue or WaitallEnqueue took it
+}
+
+// Test reports whether the operation has completed, with its status and
+// error. It does not make progress (the stream engine does) and does not
+// complete the request: a WaitEnqueue is still needed for the stream.
+func (r *StreamRequest) Test() (bool, Status, error) {
+	if r == nil {
+		return false, Status{}, &pt2pt.OpError{Op: "stream request test", Class: ErrRequest}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done, r.status, r.err
+}
+
+func (r *StreamRequest) isDone() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
+// nonblocking validates and enqueues a nonblocking point-to-point
+// operation: the stream runs on past it; the engine polls it to completion.
+func (c *StreamComm) nonblocking(op string, buf Buffer, peer, tag int, recv bool, start func() (*Request, error)) (*StreamRequest, error) {
+	s, err := c.stream(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkBuf(op, buf, false); err != nil {
+		return nil, err
+	}
+	if err := c.checkPeer(op, peer, recv); err != nil {
+		return nil, err
+	}
+	if err := checkTag(op, tag, recv); err != nil {
+		return nil, err
+	}
+	sr := &StreamRequest{}
+	var st Status // written by the progress goroutine only, before Done
+	err = s.q.Enqueue(stream.Op{
+		Start: func() (stream.Poll, error) {
+			r, err := start()
+			if err != nil {
+				return nil, err
+			}
+			return poll(r, &st), nil
+		},
+		Done: func(err error) {
+			sr.mu.Lock()
+			sr.done, sr.status, sr.err = true, st, err
+			sr.mu.Unlock()
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sr, nil
+}
+
+// IsendEnqueue enqueues the start of a send (MPIX_Isend_enqueue): it
+// starts when the stream gets there, and the stream runs on; buf must not
+// change until a WaitEnqueue on the request.
+func (c *StreamComm) IsendEnqueue(buf Buffer, dest, tag int) (*StreamRequest, error) {
+	return c.nonblocking("isend enqueue", buf, dest, tag, false, func() (*Request, error) { return c.Comm.Isend(buf, dest, tag) })
+}
+
+// IrecvEnqueue enqueues the start of a receive (MPIX_Irecv_enqueue); the
+// data is there for the stream's work after a WaitEnqueue on the request.
+func (c *StreamComm) IrecvEnqueue(buf Buffer, src, tag int) (*StreamRequest, error) {
+	return c.nonblocking("irecv enqueue", buf, src, tag, true, func() (*Request, error) { return c.Comm.Irecv(buf, src, tag) })
+}
+
+// WaitEnqueue makes the stream's later work wait until r completes
+// (MPIX_Wait_enqueue). A request is waited for once: a second wait, or a
+// nil request, is an ErrRequest error.
+func (c *StreamComm) WaitEnqueue(r *StreamRequest) error {
+	return c.WaitallEnqueue(r)
+}
+
+// WaitallEnqueue makes the stream's later work wait until every request
+// completes (MPIX_Waitall_enqueue). Nil requests are skipped (as
+// MPI_REQUEST_NULL); one waited for already, or listed twice, is an
+// ErrRequest error and nothing is enqueued.
+func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
+	const op = "wait enqueue"
+	s, err := c.stream(op)
+	if err != nil {
+		return err
+	}
+	if len(rs) == 1 && rs[0] == nil {
+		return &pt2pt.OpError{Op: op, Class: ErrRequest, Err: fmt.Errorf("nil request")}
+	}
+	var taken []*StreamRequest
+	release := func() {
+		for _, r := range taken {
+			r.mu.Lock()
+			r.waited = false
+			r.mu.Unlock()
+		}
+	}
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		r.mu.Lock()
+		w := r.waited
+		r.waited = true
+		r.mu.Unlock()
+		if w {
+			release()
+			return &pt2pt.OpError{Op: op, Class: ErrRequest, Err: fmt.Errorf("request waited for twice")}
+		}
+		taken = append(taken, r)
+	}
+	err = s.q.Enqueue(stream.Op{Block: true, Start: func() (stream.Poll, error) {
+		return func() (bool, error) {
+			for _, r := range taken {
+				if !r.isDone() {
+					return false, nil
+				}
+			}
+			// The requests' own errors were reported when they completed.
+			return true, nil
+		}, nil
+	}})
+	if err != nil {
+		release()
+	}
+	return err
+}
+
+// coll validates a collective's buffers and enqueues it.
+func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, error)) error {
+	s, err := c.stream(op)
+	if err != nil {
+		return err
+	}
+	for _, b := range bufs {
+		if err := s.checkBuf(op, b, true); err != nil {
+			return err
+		}
+	}
+	return s.enqueueReq(start)
+}
+
+// AllreduceEnqueue enqueues Allreduce (MPIX_Allreduce_enqueue); send may be
+// InPlace.
+func (c *StreamComm) AllreduceEnqueue(send, recv Buffer, op Op) error {
+	return c.coll("allreduce enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iallreduce(send, recv, op) })
+}
+
+// BcastEnqueue enqueues Bcast.
+func (c *StreamComm) BcastEnqueue(buf Buffer, root int) error {
+	return c.coll("bcast enqueue", []Buffer{buf}, func() (*Request, error) { return c.Comm.Ibcast(buf, root) })
+}
+
+// ReduceEnqueue enqueues Reduce; recv matters on root only (nil elsewhere
+// is fine, as for Reduce).
+func (c *StreamComm) ReduceEnqueue(send, recv Buffer, op Op, root int) error {
+	bufs := []Buffer{send}
+	if recv != nil {
+		bufs = append(bufs, recv)
+	}
+	return c.coll("reduce enqueue", bufs, func() (*Request, error) { return c.Comm.Ireduce(send, recv, op, root) })
+}
+
+// AllgatherEnqueue enqueues Allgather.
+func (c *StreamComm) AllgatherEnqueue(send, recv Buffer) error {
+	return c.coll("allgather enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iallgather(send, recv) })
+}
+
+// ReduceScatterEnqueue enqueues ReduceScatter: rank i gets counts[i]
+// elements of the reduction.
+func (c *StreamComm) ReduceScatterEnqueue(send, recv Buffer, counts []int, op Op) error {
+	counts = append([]int(nil), counts...) // the caller may reuse its slice before the stream gets there
+	return c.coll("reduce scatter enqueue", []Buffer{send, recv}, func() (*Request, error) {
+		return c.Comm.IreduceScatter(send, recv, counts, op)
+	})
+}
+
+// ReduceScatterBlockEnqueue enqueues ReduceScatterBlock: every rank gets
+// recv.Len() elements of the reduction (NCCL's ReduceScatter).
+func (c *StreamComm) ReduceScatterBlockEnqueue(send, recv Buffer, op Op) error {
+	return c.coll("reduce scatter block enqueue", []Buffer{send, recv}, func() (*Request, error) {
+		return c.Comm.IreduceScatterBlock(send, recv, op)
+	})
+}
+
+// AlltoallEnqueue enqueues Alltoall.
+func (c *StreamComm) AlltoallEnqueue(send, recv Buffer) error {
+	return c.coll("alltoall enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Ialltoall(send, recv) })
+}
+
+// BarrierEnqueue enqueues a Barrier: the stream's later work waits until
+// every rank's stream has got to its barrier.
+func (c *StreamComm) BarrierEnqueue() error {
+	return c.coll("barrier enqueue", nil, func() (*Request, error) { return c.Comm.Ibarrier() })
+}
