@@ -1,0 +1,241 @@
+package osu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gompix/gompix/mpi"
+)
+
+// Stream-enqueue variants (DESIGN.md §9, docs/streams.md): not OSU
+// benchmarks, but in OSU's form and with its options, so that they read
+// beside osu_latency.
+//
+//   - stream_latency: ping-pong of SendEnqueue/RecvEnqueue on a CUDA stream,
+//     the whole loop enqueued without host synchronisation, timed with CUDA
+//     events recorded on the stream; half the round trip, like osu_latency.
+//   - stream_loop: per iteration a kernel produces the send buffer, the
+//     ranks exchange it (SendEnqueue/RecvEnqueue) and a kernel consumes
+//     what arrived, all enqueued; microseconds per iteration, host clock.
+//   - stream_loop_sync: the same loop as an application without stream
+//     support writes it: kernel, stream synchronisation, blocking Send/Recv,
+//     kernel; microseconds per iteration, host clock.
+func init() {
+	register(&Benchmark{name: "stream_latency", title: "Stream Enqueue Latency Test", kind: kindLatency,
+		opts: optsLat, exactRanks: 2, run: runStreamLatency})
+	register(&Benchmark{name: "stream_loop", title: "Stream Enqueue Kernel-Exchange-Kernel Loop Test", kind: kindLatency,
+		opts: optsLat, exactRanks: 2, run: func(e *env) error { return runStreamLoop(e, true) }})
+	register(&Benchmark{name: "stream_loop_sync", title: "Synchronizing Kernel-Exchange-Kernel Loop Test", kind: kindLatency,
+		opts: optsLat, exactRanks: 2, run: func(e *env) error { return runStreamLoop(e, false) }})
+}
+
+// streamEnv is a stream on this rank's current device and a stream
+// communicator over e.c.
+type streamEnv struct {
+	s  *mpi.Stream
+	sc *mpi.StreamComm
+}
+
+func newStreamEnv(e *env) (*streamEnv, error) {
+	s, err := mpi.NewStream()
+	if err != nil {
+		return nil, fmt.Errorf("osu: %s needs a GPU stream: %w", e.b.name, err)
+	}
+	sc, err := e.c.StreamComm(s)
+	if err != nil {
+		s.Free()
+		return nil, err
+	}
+	return &streamEnv{s: s, sc: sc}, nil
+}
+
+func (se *streamEnv) close(err error) error {
+	return errors.Join(err, se.s.Synchronize(), se.sc.Free(), se.s.Free())
+}
+
+// exchange enqueues one ping-pong step: the starter sends then receives,
+// the other receives then sends.
+func (se *streamEnv) exchange(starter bool, s, r mpi.Buffer, peer int) error {
+	if starter {
+		if err := se.sc.SendEnqueue(s, peer, tagLatency); err != nil {
+			return err
+		}
+		return se.sc.RecvEnqueue(r, peer, tagLatency)
+	}
+	if err := se.sc.RecvEnqueue(r, peer, tagLatency); err != nil {
+		return err
+	}
+	return se.sc.SendEnqueue(s, peer, tagLatency)
+}
+
+// runStreamLatency: stream_latency. For each size, after a barrier, each
+// rank enqueues skip + iterations ping-pong steps on its stream, with timing
+// events recorded after the warm-up and at the end; latency is the events'
+// elapsed time over 2·iterations. The data is filled once per size and
+// checked (-c) after the last step.
+func runStreamLatency(e *env) (err error) {
+	peer, starter := 1-e.rank, e.rank == 0
+	se, err := newStreamEnv(e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = se.close(err) }()
+	maxCount := e.count(e.o.MaxSize)
+	sbuf, err := allocBuffer(e.dt, e.placement(starter), maxCount)
+	if err != nil {
+		return err
+	}
+	rbuf, err := allocBuffer(e.dt, e.placement(starter), maxCount)
+	if err != nil {
+		return err
+	}
+	start, err := se.s.NewEvent(true)
+	if err != nil {
+		return err
+	}
+	defer start.Free()
+	end, err := se.s.NewEvent(true)
+	if err != nil {
+		return err
+	}
+	defer end.Free()
+	for _, size := range e.sizes() {
+		cnt := e.count(size)
+		iters, skip := e.o.iterationsFor(size)
+		s, r := sbuf.View(cnt), rbuf.View(cnt)
+		sbuf.Fill(cnt, pattern(size, 0, e.rank))
+		rbuf.Fill(cnt, poison(size, 0, peer))
+		if err := barrier(e.c); err != nil {
+			return err
+		}
+		for i := 0; i < iters+skip; i++ {
+			if i == skip {
+				if err := se.s.Record(start); err != nil {
+					return err
+				}
+			}
+			if err := se.exchange(starter, s, r, peer); err != nil {
+				return err
+			}
+		}
+		if err := se.s.Record(end); err != nil {
+			return err
+		}
+		if err := se.s.Synchronize(); err != nil {
+			return err
+		}
+		elapsed, err := mpi.Elapsed(start, end)
+		if err != nil {
+			return err
+		}
+		errs := 0
+		if e.o.Validate {
+			errs = rbuf.Check(cnt, pattern(size, 0, peer))
+		}
+		lat := micros(elapsed) / (2 * float64(iters))
+		st, err := combine(e.c, lat, float64(errs))
+		if err != nil {
+			return err
+		}
+		e.report(row{Size: size, Avg: lat, Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
+	}
+	return nil
+}
+
+// runStreamLoop: stream_loop (enqueued) and stream_loop_sync. Per
+// iteration: send += step (a reduction kernel on the stream), exchange the
+// send buffers, acc += recv (a kernel). Enqueued, the host only enqueues;
+// synchronizing, it waits for the producer kernel before a blocking
+// Send/Recv. The time is the host's, from after the warm-up to the end of
+// the stream's work, per iteration. -c checks that the last buffer received
+// holds the peer's send buffer after skip+iterations steps.
+func runStreamLoop(e *env, enqueued bool) (err error) {
+	if e.o.Src != Device || e.o.Dst != Device {
+		return fmt.Errorf("%w: %s runs kernels on its buffers: use -d cuda D D", ErrDeviceUnsupported, e.b.name)
+	}
+	peer, starter := 1-e.rank, e.rank == 0
+	se, err := newStreamEnv(e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = se.close(err) }()
+	maxCount := e.count(e.o.MaxSize)
+	bufs := make([]benchBuffer, 4) // step, send, recv, acc
+	for i := range bufs {
+		if bufs[i], err = allocBuffer(e.dt, Device, maxCount); err != nil {
+			return err
+		}
+	}
+	stepB, sendB, recvB, accB := bufs[0], bufs[1], bufs[2], bufs[3]
+	one := func(int) int64 { return 1 }
+	zero := func(int) int64 { return 0 }
+	for _, size := range e.sizes() {
+		cnt := e.count(size)
+		iters, skip := e.o.iterationsFor(size)
+		step, s, r, acc := stepB.View(cnt), sendB.View(cnt), recvB.View(cnt), accB.View(cnt)
+		stepB.Fill(cnt, one)
+		sendB.Fill(cnt, zero)
+		recvB.Fill(cnt, zero)
+		accB.Fill(cnt, zero)
+		var t0 time.Time
+		for i := 0; i < iters+skip; i++ {
+			if i == skip {
+				if err := se.s.Synchronize(); err != nil {
+					return err
+				}
+				if err := barrier(e.c); err != nil {
+					return err
+				}
+				t0 = time.Now()
+			}
+			if err := se.s.ReduceLocal(step, s, mpi.Sum); err != nil {
+				return err
+			}
+			if enqueued {
+				err = se.exchange(starter, s, r, peer)
+			} else {
+				err = se.s.Synchronize()
+				if err == nil {
+					err = blockingExchange(se.sc.Comm, starter, s, r, peer)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if err := se.s.ReduceLocal(r, acc, mpi.Sum); err != nil {
+				return err
+			}
+		}
+		if err := se.s.Synchronize(); err != nil {
+			return err
+		}
+		elapsed := time.Since(t0)
+		errs := 0
+		if e.o.Validate {
+			n := int64(iters + skip)
+			errs = recvB.Check(cnt, func(int) int64 { return n })
+		}
+		lat := micros(elapsed) / float64(iters)
+		st, err := combine(e.c, lat, float64(errs))
+		if err != nil {
+			return err
+		}
+		e.report(row{Size: size, Avg: st.Max[0], Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
+	}
+	return nil
+}
+
+func blockingExchange(c *mpi.Comm, starter bool, s, r mpi.Buffer, peer int) error {
+	if starter {
+		if err := c.Send(s, peer, tagLatency); err != nil {
+			return err
+		}
+		_, err := c.Recv(r, peer, tagLatency)
+		return err
+	}
+	if _, err := c.Recv(r, peer, tagLatency); err != nil {
+		return err
+	}
+	return c.Send(s, peer, tagLatency)
+}
