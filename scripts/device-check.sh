@@ -17,7 +17,7 @@
 #
 # To add a package, append it to PKGS (and to BENCH_PKGS for benchmarks).
 set -u
-PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels mpi pt2pt/gpu"}
+PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels mpi pt2pt/gpu stream"}
 BENCH_PKGS=${BENCH_PKGS:-"kernels"}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-2s}
