@@ -25,7 +25,7 @@ type rig struct {
 	signal Signal
 }
 
-func rigs(t *testing.T) []rig {
+func rigs(t testing.TB) []rig {
 	t.Helper()
 	var out []rig
 	for _, c := range []struct {
