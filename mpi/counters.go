@@ -21,15 +21,22 @@ type Counters struct {
 	// StagedBytes is the device bytes copied through host memory by the
 	// GPU point-to-point layer, by reason (the path selector's).
 	StagedBytes map[string]int64
+	// DirectFused, DirectStaged and DirectMapped count the device
+	// collectives the IPC-direct engine ran, by mode (one fused kernel;
+	// through pre-mapped staging slots; on the user's buffers mapped through
+	// IPC handles). See docs/gpu-collectives.md.
+	DirectFused, DirectStaged, DirectMapped int64
 }
 
 // ReadCounters returns the counters' current values.
 func ReadCounters() Counters {
-	return Counters{
+	c := Counters{
 		HostReducedBytes:   coll.HostReducedBytes(),
 		DeviceReducedBytes: gpucoll.DeviceReducedBytes(),
 		StagedBytes:        gpupath.StagedBytes(),
 	}
+	c.DirectFused, c.DirectStaged, c.DirectMapped = gpucoll.DirectCalls()
+	return c
 }
 
 // Staged sums StagedBytes.

@@ -433,8 +433,15 @@ func init() {
 			if after.DeviceReducedBytes == before.DeviceReducedBytes {
 				return fmt.Errorf("device kernels reduced nothing")
 			}
-			fmt.Printf("rank %d: device-reduced %d bytes, host-reduced during device calls: 0, staged: %v\n",
-				w.Rank(), after.DeviceReducedBytes-before.DeviceReducedBytes, after.StagedBytes)
+			fused, staged, mapped := after.DirectFused-before.DirectFused, after.DirectStaged-before.DirectStaged,
+				after.DirectMapped-before.DirectMapped
+			if DeviceCount() >= w.Size() && (fused == 0 || staged == 0 || mapped == 0) {
+				// One GPU per rank: the IPC-direct engine must have run,
+				// in all three modes.
+				return fmt.Errorf("IPC-direct calls fused %d, staged %d, mapped %d: a mode never ran", fused, staged, mapped)
+			}
+			fmt.Printf("rank %d: GPU %d of %d; device-reduced %d bytes, host-reduced during device calls: 0, staged: %v; direct calls: fused %d, staged %d, mapped %d\n",
+				w.Rank(), must(CurrentDevice()), DeviceCount(), after.DeviceReducedBytes-before.DeviceReducedBytes, after.StagedBytes, fused, staged, mapped)
 			return nil
 		}
 	}
@@ -485,7 +492,7 @@ func scenarioGPUCollLatency(w *Comm) error {
 		if err := sameElems(got, want); err != nil {
 			return err
 		}
-		fmt.Printf("rank %d: allreduce %d B: start %.2f us + wait %.2f us = %.2f us\n", w.Rank(), count*4,
+		fmt.Printf("rank %d (GPU %d): allreduce %d B: start %.2f us + wait %.2f us = %.2f us\n", w.Rank(), must(CurrentDevice()), count*4,
 			float64(tStart.Nanoseconds())/iters/1e3, float64(tWait.Nanoseconds())/iters/1e3,
 			float64((tStart+tWait).Nanoseconds())/iters/1e3)
 		send.Free()
@@ -544,3 +551,5 @@ func sharedIPCBuffer(w *Comm, n int) error {
 	}
 	return nil
 }
+
+func must(v int, _ error) int { return v }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/launcher"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/pt2pt/inproc"
@@ -79,6 +80,9 @@ func runJob(t *testing.T, name string, n int) {
 		Timeout: 2 * time.Minute,
 		Stdout:  &out,
 		Stderr:  &errb,
+		// Bind ranks to GPUs as gompirun does (local rank % GPUs), so that
+		// GPU jobs put one rank on each GPU of a two-GPU machine.
+		GPUCount: gpuCount,
 	})
 	if testing.Verbose() {
 		t.Log(out.String())
@@ -86,6 +90,15 @@ func runJob(t *testing.T, name string, n int) {
 	if err != nil || code != 0 {
 		t.Fatalf("%s on %d ranks: exit %d, %v\nstdout:\n%s\nstderr:\n%s", name, n, code, err, out.String(), errb.String())
 	}
+}
+
+// gpuCount is the number of CUDA devices here (0 without a driver).
+func gpuCount() int {
+	d, err := cudadrv.Open()
+	if err != nil {
+		return 0
+	}
+	return d.DeviceCount()
 }
 
 // runInProc runs scenario sc on n goroutine ranks.

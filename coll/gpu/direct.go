@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gompix/gompix/coll"
 	registry "github.com/gompix/gompix/internal/config"
@@ -445,6 +446,7 @@ func (d *Direct) pump() {
 		}
 		q.enqueued = true
 		d.last = q
+		directCalls[q.mode].Add(1)
 	}
 }
 
@@ -460,6 +462,15 @@ func (d *Direct) recordLocked(q *directReq) error {
 		q.ev = ev
 	}
 	return d.dev.EventRecord(q.ev, d.stream)
+}
+
+// directCalls counts the calls the engines enqueued, by mode.
+var directCalls [3]atomic.Int64
+
+// DirectCalls is the number of collective calls the IPC-direct engines of
+// this process have run: fused, staged and mapped.
+func DirectCalls() (fused, staged, mapped int64) {
+	return directCalls[modeFused].Load(), directCalls[modeStaged].Load(), directCalls[modeMapped].Load()
 }
 
 // signal makes the stream tell every peer it reached phase (after all its
