@@ -830,16 +830,17 @@ func TestStreamMisuse(t *testing.T) {
 	if err := buf.CopyToHost(got); err != nil || got[3] != 4 {
 		t.Fatalf("receive after the failed free: %v %v", got, err)
 	}
-	if err := sc.Free(); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Free(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Free(); err == nil {
 		t.Fatal("stream freed twice")
 	}
-	wantClass(t, "enqueue on a freed stream", sc.SendEnqueue(buf, 0, 0), ErrComm)
+	wantClass(t, "enqueue on a freed stream", sc.SendEnqueue(buf, 0, 0), ErrOther)
+	if err := sc.Free(); err != nil {
+		t.Fatal(err)
+	}
+	wantClass(t, "enqueue on a freed communicator", sc.SendEnqueue(buf, 0, 0), ErrComm)
 	if err := s.Synchronize(); err == nil {
 		t.Fatal("synchronize of a freed stream")
 	}
