@@ -21,6 +21,9 @@ func HostKernel(name string) (func(mem func(p uintptr, n int) ([]byte, error), a
 	case WriteFlag:
 		return hostWriteFlag, true
 	}
+	if name == DirectGather {
+		return hostDirectGather, true
+	}
 	if op, t, ok := parseDirect(name); ok {
 		return func(mem func(p uintptr, n int) ([]byte, error), args []byte) error {
 			return hostDirect(op, t, mem, args)
@@ -146,14 +149,53 @@ func parseDirect(name string) (op dtype.Op, t dtype.Type, ok bool) {
 	return
 }
 
-// hostDirect is gompix_direct_* on the host: the copy, the flag writes
-// (atomic, as the peers' kernels spin on them from other goroutines), the
-// waits, and the reduction of the slots.
+// hostDirect is gompix_direct_<op>_<type> on the host: hostDirectSync,
+// then the reduction of the slots (stored to every output).
 func hostDirect(op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]byte, error), args []byte) error {
 	a, err := UnmarshalDirectArgs(args)
 	if err != nil {
 		return err
 	}
+	if err := hostDirectSync(mem, &a); err != nil {
+		return err
+	}
+	return hostDirectReduce(op, t, mem, &a)
+}
+
+// hostDirectGather is gompix_direct_gather on the host.
+func hostDirectGather(mem func(p uintptr, n int) ([]byte, error), args []byte) error {
+	a, err := UnmarshalDirectArgs(args)
+	if err != nil {
+		return err
+	}
+	if err := hostDirectSync(mem, &a); err != nil {
+		return err
+	}
+	if a.Reduce == 0 || a.R.N == 0 {
+		return nil
+	}
+	n := int(a.R.N)
+	for j := 0; j < int(a.R.K) && j < MaxInputs; j++ {
+		if a.R.In[j] == 0 {
+			continue
+		}
+		src, err := mem(a.R.In[j], n)
+		if err != nil {
+			return err
+		}
+		dst, err := mem(a.R.Out+uintptr(j*n), n)
+		if err != nil {
+			return err
+		}
+		copy(dst, src)
+	}
+	return nil
+}
+
+// hostDirectSync is the kernels' first phase: the copy into the slot, the
+// flag writes (atomic: the peers' kernels spin on them from other
+// goroutines), the waits.
+func hostDirectSync(mem func(p uintptr, n int) ([]byte, error), a *DirectArgs) error {
 	if a.NCopy > 0 {
 		dst, err := mem(a.Slot, int(a.NCopy))
 		if err != nil {
@@ -195,6 +237,11 @@ func hostDirect(op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]byte, e
 			}
 		}
 	}
+	return nil
+}
+
+// hostDirectReduce is the reduction phase of gompix_direct_<op>_<type>.
+func hostDirectReduce(op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]byte, error), a *DirectArgs) error {
 	if a.Reduce == 0 || a.R.N == 0 {
 		return nil
 	}

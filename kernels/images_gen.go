@@ -15,7 +15,7 @@ var ptxCompute80 []byte
 var cubinSM90 []byte
 
 // generatedFrom is the SHA-256 of the src/reduce.cu the images were built from.
-const generatedFrom = "611c2c2102056ac1ed21761ce8c9c3a7e06005f5eaad089c73fb37f9526080ea"
+const generatedFrom = "b702f32eeeeac080ecbc784876da24c3e465dfaf0d0f527625a720a0637eee35"
 
 // generatedBy is the nvcc release that built the images.
 const generatedBy = "13.0"

@@ -59,6 +59,12 @@ func Reduce(op dtype.Op, t dtype.Type, k int) (string, error) {
 	return "gompix_reduce_" + op.String() + "_" + typeTags[t] + "_" + form, nil
 }
 
+// DirectGather is the fused kernel of small allgather, bcast and alltoall
+// (DirectArgs with R.N in bytes: after the copy, signal and wait, block j of
+// R.N bytes comes from R.In[j] to R.Out + j·R.N, for j < R.K, when Reduce is
+// set).
+const DirectGather = "gompix_direct_gather"
+
 // Direct names the fused IPC-direct kernel of op on t (struct DirectArgs):
 // gompix_direct_<op>_<type>.
 func Direct(op dtype.Op, t dtype.Type) (string, error) {
@@ -84,7 +90,7 @@ func Names() []string {
 			names = append(names, n)
 		}
 	}
-	return append(names, WaitFlag, WriteFlag)
+	return append(names, DirectGather, WaitFlag, WriteFlag)
 }
 
 // ReduceArgs is the one by-value parameter of every reduce kernel (struct

@@ -48,7 +48,7 @@ var (
 	varDirect = registry.NewString("GOMPIX_GPU_COLL_DIRECT", "auto",
 		"IPC-direct device collectives within a node: auto (when every rank of the communicator is on one node and the GPUs map each other's memory) or off")
 	varFused = registry.NewInt("GOMPIX_GPU_COLL_FUSED", 64<<10,
-		"bytes up to which an IPC-direct allreduce, reduce or reduce_scatter_block is one fused kernel (copy to the slot, flags, waits and reduction in a single launch: the small-message latency path); 0 disables")
+		"bytes up to which an IPC-direct collective is one fused kernel (copy to the slot, flags, waits, and the reduction or the gather of the slots, in a single launch: the small-message latency path); 0 disables")
 	varMapped = registry.NewString("GOMPIX_GPU_COLL_ALLREDUCE_MAPPED", "push",
 		"the mapped-mode allreduce: push (one kernel reduces this rank's chunk from every peer's input and stores it into every rank's output) or pull (a reduce-scatter kernel, a barrier, then copy-engine pulls of the peers' chunks)")
 	varFlags = registry.NewString("GOMPIX_GPU_COLL_FLAGS", "auto",
@@ -606,18 +606,66 @@ func (d *Direct) enqueueStaged(q *directReq) error {
 	return err
 }
 
-// fusable reports whether c runs as one fused kernel: a small reduction.
+// fusable reports whether c runs as one fused kernel: a small collective.
 func (d *Direct) fusable(c *coll.DirectCall) bool {
 	switch c.Kind {
-	case coll.Allreduce, coll.Reduce, coll.ReduceScatterBlock:
+	case coll.Allreduce, coll.Reduce, coll.ReduceScatterBlock, coll.Allgather, coll.Bcast, coll.Alltoall:
 		return d.exposed(c) <= d.fused
 	}
 	return false
 }
 
+// enqueueFusedGather launches the gather kernel of a small allgather, bcast
+// or alltoall: the staged mode's copy and barrier, then copies of the
+// slots' blocks into the output, in one block of one launch.
+func (d *Direct) enqueueFusedGather(q *directReq) error {
+	c, s, r, p := &q.c, q.seq, d.rank, d.p
+	n := c.Count * c.Type.Size()
+	recv := Addr(c.Recv)
+	src := Addr(c.Send)
+	a := kernels.DirectArgs{Slot: uintptr(d.slotAddr(r, s)), Seq: s, Reduce: 1}
+	a.R.Out, a.R.N = uintptr(recv), uint64(n)
+	for i := range p {
+		if i != r {
+			a.PeerFlag[i] = uintptr(d.peers[i]) + uintptr(flagOff(flagArrive, r))
+			a.MyFlag[i] = uintptr(d.region) + uintptr(flagOff(flagArrive, i))
+		}
+	}
+	switch c.Kind {
+	case coll.Allgather:
+		if c.Send == nil {
+			src = recv + cudadrv.DevicePtr(r*n)
+		}
+		a.Src, a.NCopy, a.R.K = uintptr(src), uint64(n), uint32(p)
+		for i := range p {
+			a.R.In[i] = uintptr(d.slotAddr(i, s))
+		}
+	case coll.Bcast:
+		a.R.K = 1
+		if r == c.Root {
+			a.Src, a.NCopy, a.Reduce = uintptr(recv), uint64(n), 0
+		} else {
+			a.R.In[0] = uintptr(d.slotAddr(c.Root, s))
+		}
+	case coll.Alltoall:
+		if c.Send == nil {
+			src = recv
+		}
+		a.Src, a.NCopy, a.R.K = uintptr(src), uint64(n*p), uint32(p)
+		for i := range p {
+			a.R.In[i] = uintptr(d.slotAddr(i, s)) + uintptr(r*n)
+		}
+	}
+	return d.mod.launchGather(d.stream, &a)
+}
+
 // enqueueFused launches the fused kernel of a small reduction: the staged
 // mode's copy, barrier and reduction in one block of one launch.
 func (d *Direct) enqueueFused(q *directReq) error {
+	switch q.c.Kind {
+	case coll.Allgather, coll.Bcast, coll.Alltoall:
+		return d.enqueueFusedGather(q)
+	}
 	c, s, r, p := &q.c, q.seq, d.rank, d.p
 	esz := c.Type.Size()
 	n := c.Count * esz

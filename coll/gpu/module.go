@@ -131,3 +131,16 @@ func (m *Module) launchDirect(s cudadrv.Stream, op dtype.Op, t dtype.Type, a *ke
 	}
 	return nil
 }
+
+// launchGather enqueues gompix_direct_gather with a (one block).
+func (m *Module) launchGather(s cudadrv.Stream, a *kernels.DirectArgs) error {
+	f, err := m.function(kernels.DirectGather)
+	if err != nil {
+		return err
+	}
+	var raw [kernels.DirectArgsSize]byte
+	a.Marshal(raw[:])
+	var args cudadrv.KernelArgs
+	args.Struct(raw[:], kernels.ReduceArgsAlign)
+	return m.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(kernels.BlockSize), 0, s, &args)
+}

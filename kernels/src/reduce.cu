@@ -17,6 +17,8 @@
 //                                   (struct DirectArgs, 320 bytes); or,
 //                                   with no copy and no flags, any grid:
 //                                   a reduction stored to several outputs
+//   gompix_direct_gather            the same copy, signal and wait, then
+//                                   gather blocks of bytes from the slots
 // Every reduce kernel takes one parameter, struct ReduceArgs, whose layout is
 // fixed (96 bytes) and mirrored by kernels.ReduceArgs.
 
@@ -335,8 +337,7 @@ __device__ __forceinline__ void block_copy(void *dst, const void *src, u64 n) {
 // thread's copy); with neither, any grid: a reduction whose result is also
 // pushed into the outs (the mapped mode's reduce-scatter + allgather in one
 // pass).
-template <template <typename> class OP, typename T>
-__device__ __forceinline__ void direct_body(const DirectArgs &a) {
+__device__ __forceinline__ void direct_sync(const DirectArgs &a) {
     bool sync = a.ncopy != 0;
 #pragma unroll
     for (int j = 0; j < GX_MAX_INPUTS; j++) sync = sync || a.peer_flag[j] || a.my_flag[j];
@@ -356,7 +357,22 @@ __device__ __forceinline__ void direct_body(const DirectArgs &a) {
     }
     __syncthreads();
     }
+}
+
+template <template <typename> class OP, typename T>
+__device__ __forceinline__ void direct_body(const DirectArgs &a) {
+    direct_sync(a);
     if (a.reduce) reduce_body<OP, T, 0, 1>(a.r, a.outs);
+}
+
+// gompix_direct_gather: the same copy, signal and wait, then (if reduce is
+// set) r.k blocks of r.n bytes: block j from r.in[j] to r.out + j * r.n.
+// Small allgather, bcast and alltoall in one launch (one block).
+extern "C" __global__ void __launch_bounds__(GX_BLOCK) gompix_direct_gather(const DirectArgs a) {
+    direct_sync(a);
+    if (!a.reduce) return;
+    for (u32 j = 0; j < a.r.k && j < GX_MAX_INPUTS; j++)
+        if (a.r.in[j]) block_copy((u8 *)a.r.out + (u64)j * a.r.n, a.r.in[j], a.r.n);
 }
 
 GX_ALL_TYPES(sum, OpSum)
