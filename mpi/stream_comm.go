@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/stream"
@@ -35,6 +36,46 @@ import (
 type StreamComm struct {
 	*Comm
 	s *Stream
+	// pending counts this communicator's enqueued operations not yet
+	// complete (shared by a MultiplexComm's views), so that Free can
+	// refuse to drop them.
+	pending *atomic.Int64
+}
+
+// enqueue puts op on s, counted in c.pending until it completes.
+func (c *StreamComm) enqueue(s *Stream, op stream.Op) error {
+	if c.pending == nil {
+		return s.q.Enqueue(op)
+	}
+	c.pending.Add(1)
+	done := op.Done
+	op.Done = func(err error) {
+		if done != nil {
+			done(err)
+		}
+		c.pending.Add(-1)
+	}
+	if err := s.q.Enqueue(op); err != nil {
+		c.pending.Add(-1)
+		return err
+	}
+	return nil
+}
+
+// Free frees the communicator (Comm.Free); with enqueued operations on it
+// not yet complete it is an ErrPending error and nothing changes:
+// synchronize the stream first.
+func (c *StreamComm) Free() error {
+	if c == nil || c.Comm == nil {
+		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+	}
+	if c.pending != nil {
+		if n := c.pending.Load(); n > 0 {
+			return &pt2pt.OpError{Op: "comm free", Class: ErrPending,
+				Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", n)}
+		}
+	}
+	return c.Comm.Free()
 }
 
 // StreamComm creates a communicator over c's group, bound on this rank to
@@ -66,7 +107,7 @@ func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 		nc.Free()
 		return nil, s.use(op)
 	}
-	return &StreamComm{Comm: nc, s: s}, nil
+	return &StreamComm{Comm: nc, s: s, pending: new(atomic.Int64)}, nil
 }
 
 // prepareDeviceCollectives sets up the device collectives of a new stream
@@ -186,9 +227,9 @@ func poll(r *Request, st *Status) stream.Poll {
 	}
 }
 
-// enqueueReq enqueues a blocking operation that start begins.
-func (s *Stream) enqueueReq(start func() (*Request, error)) error {
-	return s.q.Enqueue(stream.Op{Block: true, Start: func() (stream.Poll, error) {
+// enqueueReq enqueues on s a blocking operation that start begins.
+func (c *StreamComm) enqueueReq(s *Stream, start func() (*Request, error)) error {
+	return c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
 		r, err := start()
 		if err != nil {
 			return nil, err
@@ -212,7 +253,7 @@ func (c *StreamComm) p2p(op string, buf Buffer, peer, tag int, recv bool, start 
 	if err := checkTag(op, tag, recv); err != nil {
 		return err
 	}
-	return s.enqueueReq(start)
+	return c.enqueueReq(s, start)
 }
 
 // SendEnqueue enqueues a standard-mode send of buf to dest
@@ -276,7 +317,7 @@ func (c *StreamComm) nonblocking(op string, buf Buffer, peer, tag int, recv bool
 	}
 	sr := &StreamRequest{}
 	var st Status // written by the progress goroutine only, before Done
-	err = s.q.Enqueue(stream.Op{
+	err = c.enqueue(s, stream.Op{
 		Start: func() (stream.Poll, error) {
 			r, err := start()
 			if err != nil {
@@ -351,7 +392,7 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 		}
 		taken = append(taken, r)
 	}
-	err = s.q.Enqueue(stream.Op{Block: true, Start: func() (stream.Poll, error) {
+	err = c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
 		return func() (bool, error) {
 			for _, r := range taken {
 				if !r.isDone() {
@@ -379,7 +420,7 @@ func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, erro
 			return err
 		}
 	}
-	return s.enqueueReq(start)
+	return c.enqueueReq(s, start)
 }
 
 // AllreduceEnqueue enqueues Allreduce (MPIX_Allreduce_enqueue); send may be

@@ -730,7 +730,7 @@ func TestStreamGPU(t *testing.T) {
 		t.Skipf("no GPU: %v", err)
 	}
 	for _, signal := range []string{"auto", "kernels"} {
-		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_bounded"} {
+		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_bounded", "stream_multiplex"} {
 			t.Run(name+"/"+signal, func(t *testing.T) {
 				old := extraEnv
 				extraEnv = []string{"GOMPIX_STREAM_SIGNAL=" + signal, "GOMPIX_STREAM_DEPTH=4"}
@@ -820,6 +820,7 @@ func TestStreamMisuse(t *testing.T) {
 		t.Fatalf("stream idle (%v, %v) with an unmatched receive", ok, err)
 	}
 	wantClass(t, "free with an operation pending", s.Free(), ErrPending)
+	wantClass(t, "comm free with an operation pending", sc.Free(), ErrPending)
 	if err := sc.Send(Slice([]float32{1, 2, 3, 4}), 0, 9); err != nil {
 		t.Fatal(err)
 	}
@@ -896,4 +897,133 @@ func TestStreamNoGPU(t *testing.T) {
 	if _, err := NewStream(); !errors.Is(err, ErrNoGPU) {
 		t.Fatalf("NewStream without a GPU: %v", err)
 	}
+}
+
+func init() { scenarios["stream_multiplex"] = scenarioStreamMultiplex }
+
+// scenarioStreamMultiplex: two streams per rank on a multiplex
+// communicator. Rank 0 sends A from its stream 0 to rank 1's stream 1, and
+// B from its stream 1 to rank 1's stream 0, with the same tag; rank 1
+// receives on stream 0 first. Matching by stream pair gives stream 0 B and
+// stream 1 A (one context for both would hand the first receive A). Bad
+// stream indices are errors.
+func scenarioStreamMultiplex(w *Comm) (err error) {
+	var ss []*Stream
+	for i := 0; i < 2; i++ {
+		s, err := NewStream()
+		if err != nil {
+			return err
+		}
+		ss = append(ss, s)
+	}
+	defer func() {
+		for _, s := range ss {
+			err = errors.Join(err, s.Synchronize(), s.Free())
+		}
+	}()
+	mc, err := w.StreamCommMultiplex(ss)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, mc.Free()) }()
+	if mc.NumStreams() != 2 || mc.Stream(1) != ss[1] || mc.Stream(2) != nil {
+		return fmt.Errorf("multiplex streams: %d, %p", mc.NumStreams(), mc.Stream(1))
+	}
+	if w.Size() < 2 || w.Rank() > 1 {
+		return nil
+	}
+	if err := mc.SendEnqueue(Slice([]int32{1}), 1-w.Rank(), 0, 2, 0); !errors.Is(err, ErrComm) {
+		return fmt.Errorf("send from stream index 2 of 2: %v, want ErrComm", err)
+	}
+	if err := mc.SendEnqueue(Slice([]int32{1}), 1-w.Rank(), 0, 0, 5); !errors.Is(err, ErrOther) {
+		return fmt.Errorf("send to the peer's stream 5: %v, want ErrOther", err)
+	}
+	const n = 1000
+	a, err := devInts(n, func(i int) int32 { return int32(i) })
+	if err != nil {
+		return err
+	}
+	defer a.Free()
+	b, err := devInts(n, func(i int) int32 { return int32(-i) })
+	if err != nil {
+		return err
+	}
+	defer b.Free()
+	const goTag = 9
+	if w.Rank() == 0 {
+		// Send only once rank 1's receives are enqueued (and seen pending).
+		if _, err := w.Recv(Slice(make([]int32, 1)), 1, goTag); err != nil {
+			return err
+		}
+		if err := errors.Join(mc.SendEnqueue(a, 1, 5, 0, 1), mc.SendEnqueue(b, 1, 5, 1, 0)); err != nil {
+			return err
+		}
+		return errors.Join(ss[0].Synchronize(), ss[1].Synchronize())
+	}
+	r0, err := devInts(n, func(int) int32 { return 7 })
+	if err != nil {
+		return err
+	}
+	defer r0.Free()
+	r1, err := devInts(n, func(int) int32 { return 7 })
+	if err != nil {
+		return err
+	}
+	defer r1.Free()
+	if err := mc.RecvEnqueue(r0, 0, 5, 1, 0); err != nil {
+		return err
+	}
+	req, err := mc.IrecvEnqueue(r1, AnySource, AnyTag, 0, 1)
+	if err != nil {
+		return err
+	}
+	if err := mc.WaitallEnqueue(1, req); err != nil {
+		return err
+	}
+	if err := mc.Free(); !errors.Is(err, ErrPending) {
+		return fmt.Errorf("free with receives pending: %v, want ErrPending", err)
+	}
+	if err := w.Send(Slice([]int32{1}), 0, goTag); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+	}
+	g0, err := hostOf(r0)
+	if err != nil {
+		return err
+	}
+	g1, err := hostOf(r1)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		if g0[i] != int32(-i) || g1[i] != int32(i) {
+			return fmt.Errorf("element %d: stream 0 got %d (want %d), stream 1 got %d (want %d)", i, g0[i], -i, g1[i], i)
+		}
+	}
+	return nil
+}
+
+// TestStreamMultiplexFake runs the multiplex scenario on the fake, and
+// checks that bad streams fail on every rank without a hang.
+func TestStreamMultiplexFake(t *testing.T) {
+	runStreamFake(t, 2, fake.Options{}, scenarioStreamMultiplex)
+	runStreamFake(t, 2, fake.Options{}, func(w *Comm) error {
+		s, err := NewStream()
+		if err != nil {
+			return err
+		}
+		defer s.Free()
+		streams := []*Stream{s}
+		if w.Rank() == 1 {
+			streams = []*Stream{s, s}
+		}
+		if _, err := w.StreamCommMultiplex(streams); !errors.Is(err, ErrOther) {
+			return fmt.Errorf("a stream listed twice on rank 1: %v, want ErrOther on every rank", err)
+		}
+		return nil
+	})
 }

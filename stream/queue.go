@@ -158,9 +158,8 @@ func closedErr(op string) error {
 // Enqueue puts op on the stream after the work already there. It returns
 // once the flag operations are issued (not when op runs); on a full queue
 // it first waits, on the calling goroutine, until the progress goroutine
-// releases an operation. An error means op was not enqueued, except for a
-// driver failure between the two flag operations, which also breaks the
-// queue (its later operations fail).
+// releases an operation. An error means op was not enqueued: its Start and
+// Done are never called.
 func (q *Queue) Enqueue(op Op) error {
 	if op.Start == nil {
 		return &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrIntern, Err: fmt.Errorf("operation without Start")}
@@ -206,9 +205,10 @@ func (q *Queue) Enqueue(op Op) error {
 	}
 	if werr != nil {
 		// The stream will write seq but not wait: keep the sequence
-		// intact with an operation that fails at once.
+		// intact with an empty operation in op's place. op itself is not
+		// enqueued (its Done is never called); the caller has the error.
 		werr = &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrOther, Err: werr}
-		ent.op = Op{Start: func() (Poll, error) { return nil, werr }, Done: op.Done}
+		ent.op = Op{Start: func() (Poll, error) { return nil, nil }}
 	}
 	q.mu.Lock()
 	q.seq = seq
