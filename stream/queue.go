@@ -264,7 +264,16 @@ func (q *Queue) progress() (progressed, pending bool) {
 		q.mu.Unlock()
 		progressed = true
 	}
+	// The flags are touched only under q.mu with the queue open: Close
+	// frees them once nothing is pending, possibly while this goroutine
+	// still holds q in its snapshot of the engine's queues.
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return progressed, false
+	}
 	reached := atomic.LoadUint32(q.reached)
+	q.mu.Unlock()
 	for {
 		q.mu.Lock()
 		if len(q.ops) == 0 {
@@ -302,6 +311,11 @@ func (q *Queue) progress() (progressed, pending bool) {
 		if !finished {
 			q.active++ // nonblocking, started: polled from prog until done
 		}
+		// Release the stream: after finish, so whatever Done records is
+		// visible to the host before the stream's later work can signal
+		// it, and before the operation leaves ops, so that Close (which
+		// needs ops empty) cannot free the flag under this store.
+		atomic.StoreUint32(q.goFlag, ent.seq)
 		copy(q.ops, q.ops[1:])
 		q.ops[len(q.ops)-1] = nil
 		q.ops = q.ops[:len(q.ops)-1]
@@ -310,9 +324,6 @@ func (q *Queue) progress() (progressed, pending bool) {
 		if !finished {
 			q.prog = append(q.prog, ent)
 		}
-		// Release the stream: after finish, so whatever Done records is
-		// visible to the host before the stream's later work can signal it.
-		atomic.StoreUint32(q.goFlag, ent.seq)
 		progressed = true
 	}
 	q.mu.Lock()
