@@ -16,10 +16,11 @@ import (
 //     the whole loop enqueued without host synchronisation, timed with CUDA
 //     events recorded on the stream; half the round trip, like osu_latency.
 //   - stream_loop: per iteration a kernel produces the send buffer, the
-//     ranks exchange it (SendEnqueue/RecvEnqueue) and a kernel consumes
-//     what arrived, all enqueued; microseconds per iteration, host clock.
+//     ranks swap buffers (IrecvEnqueue, IsendEnqueue, WaitallEnqueue) and a
+//     kernel consumes what arrived, all enqueued; microseconds per
+//     iteration, host clock.
 //   - stream_loop_sync: the same loop as an application without stream
-//     support writes it: kernel, stream synchronisation, blocking Send/Recv,
+//     support writes it: kernel, stream synchronisation, blocking Sendrecv,
 //     kernel; microseconds per iteration, host clock.
 func init() {
 	register(&Benchmark{name: "stream_latency", title: "Stream Enqueue Latency Test", kind: kindLatency,
@@ -144,17 +145,17 @@ func runStreamLatency(e *env) (err error) {
 }
 
 // runStreamLoop: stream_loop (enqueued) and stream_loop_sync. Per
-// iteration: send += step (a reduction kernel on the stream), exchange the
-// send buffers, acc += recv (a kernel). Enqueued, the host only enqueues;
-// synchronizing, it waits for the producer kernel before a blocking
-// Send/Recv. The time is the host's, from after the warm-up to the end of
-// the stream's work, per iteration. -c checks that the last buffer received
+// iteration: send += step (a reduction kernel on the stream), swap the send
+// buffers with the peer, acc += recv (a kernel). Enqueued, the host only
+// enqueues; synchronizing, it waits for the producer kernel before a
+// blocking Sendrecv. The time is the host's, from after the warm-up to the
+// end of the stream's work, per iteration. -c checks that the last buffer received
 // holds the peer's send buffer after skip+iterations steps.
 func runStreamLoop(e *env, enqueued bool) (err error) {
 	if e.o.Src != Device || e.o.Dst != Device {
 		return fmt.Errorf("%w: %s runs kernels on its buffers: use -d cuda D D", ErrDeviceUnsupported, e.b.name)
 	}
-	peer, starter := 1-e.rank, e.rank == 0
+	peer := 1 - e.rank
 	se, err := newStreamEnv(e)
 	if err != nil {
 		return err
@@ -193,11 +194,11 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 				return err
 			}
 			if enqueued {
-				err = se.exchange(starter, s, r, peer)
+				err = se.swap(s, r, peer)
 			} else {
 				err = se.s.Synchronize()
 				if err == nil {
-					err = blockingExchange(se.sc.Comm, starter, s, r, peer)
+					_, err = se.sc.Sendrecv(s, peer, tagLatency, r, peer, tagLatency)
 				}
 			}
 			if err != nil {
@@ -226,16 +227,20 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 	return nil
 }
 
-func blockingExchange(c *mpi.Comm, starter bool, s, r mpi.Buffer, peer int) error {
-	if starter {
-		if err := c.Send(s, peer, tagLatency); err != nil {
-			return err
-		}
-		_, err := c.Recv(r, peer, tagLatency)
+// swap enqueues a simultaneous exchange with peer: IrecvEnqueue and
+// IsendEnqueue (which only mark where the stream is) then WaitallEnqueue, so
+// the progress goroutine sees all three reached at once and starts both
+// transfers together: one flag round trip for the exchange, where a
+// SendEnqueue followed by a RecvEnqueue costs two and serialises the
+// directions.
+func (se *streamEnv) swap(s, r mpi.Buffer, peer int) error {
+	rr, err := se.sc.IrecvEnqueue(r, peer, tagLatency)
+	if err != nil {
 		return err
 	}
-	if _, err := c.Recv(r, peer, tagLatency); err != nil {
+	sr, err := se.sc.IsendEnqueue(s, peer, tagLatency)
+	if err != nil {
 		return err
 	}
-	return c.Send(s, peer, tagLatency)
+	return se.sc.WaitallEnqueue(rr, sr)
 }
