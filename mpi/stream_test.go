@@ -161,7 +161,10 @@ func scenarioStreamPipeline(w *Comm) error {
 func pipeline(rank int, s *Stream, sc *StreamComm) error {
 	peer := 1 - rank
 	stepOf := func(r int) func(i int) int32 { return func(i int) int32 { return int32((r+1)*(i%7+1) + r) } }
-	for _, c := range []struct{ n, iters int }{{1024, 1000}, {1 << 20, 40}} {
+	for _, c := range []struct {
+		n, iters int
+		swap     bool // IrecvEnqueue, IsendEnqueue, WaitallEnqueue instead of SendEnqueue/RecvEnqueue
+	}{{1024, 1000, false}, {1 << 20, 40, false}, {1024, 300, true}} {
 		step, err := devInts(c.n, stepOf(rank))
 		if err != nil {
 			return err
@@ -183,12 +186,20 @@ func pipeline(rank int, s *Stream, sc *StreamComm) error {
 			if err := s.ReduceLocal(step, send, Sum); err != nil {
 				return err
 			}
-			if rank == 0 {
+			switch {
+			case c.swap:
+				var rr, sr *StreamRequest
+				if rr, err = sc.IrecvEnqueue(recv, peer, it%32); err == nil {
+					if sr, err = sc.IsendEnqueue(send, peer, it%32); err == nil {
+						err = sc.WaitallEnqueue(rr, sr)
+					}
+				}
+			case rank == 0:
 				err = sc.SendEnqueue(send, peer, it%32)
 				if err == nil {
 					err = sc.RecvEnqueue(recv, peer, it%32)
 				}
-			} else {
+			default:
 				err = sc.RecvEnqueue(recv, peer, it%32)
 				if err == nil {
 					err = sc.SendEnqueue(send, peer, it%32)
