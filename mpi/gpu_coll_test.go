@@ -267,6 +267,32 @@ func collSuite[T Elem](w *Comm, count int, big bool, op Op, prod bool) error {
 			collPair[T]{name: "reduce_scatter_block in place", recv: all(), run: func(s, d Buffer, _ bool) error { return w.ReduceScatterBlock(s, d, op) }},
 			collPair[T]{name: "gather", send: mine, recv: noise(count * n), run: func(s, d Buffer, _ bool) error { return w.Gather(s, d, root) }},
 			collPair[T]{name: "scatter", send: all(), recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Scatter(s, d, root) }},
+			// The v forms: rank k's block has count+k elements (count+k-1
+			// for the alltoallv blocks a rank sends), packed with a gap of
+			// one element.
+			collPair[T]{name: "reduce_scatter", send: genSlice[T](r+5, vTotal(n, count), prod), recv: noise(count + r), run: func(s, d Buffer, _ bool) error {
+				return w.ReduceScatter(s, d, vCounts(n, count), op)
+			}},
+			collPair[T]{name: "allgatherv", send: genSlice[T](r, count+r, prod), recv: noise(vExtent(n, count)), run: func(s, d Buffer, _ bool) error {
+				return w.Allgatherv(s, d, vCounts(n, count), vDispls(n, count))
+			}},
+			collPair[T]{name: "gatherv", send: genSlice[T](r, count+r, prod), recv: noise(vExtent(n, count)), run: func(s, d Buffer, _ bool) error {
+				return w.Gatherv(s, d, vCounts(n, count), vDispls(n, count), root)
+			}},
+			collPair[T]{name: "scatterv", send: genSlice[T](r+9, vExtent(n, count), prod), recv: noise(count + r), run: func(s, d Buffer, _ bool) error {
+				return w.Scatterv(s, vCounts(n, count), vDispls(n, count), d, root)
+			}},
+			collPair[T]{name: "alltoallv", send: genSlice[T](r+3, vExtent(n, count), prod), recv: noise(vExtent(n, count)), run: func(s, d Buffer, _ bool) error {
+				// Every rank sends block k to rank k and receives rank k's
+				// block r into block k: counts must agree pairwise, so all
+				// blocks are count elements here, at the v displacements.
+				cs := make([]int, n)
+				for k := range cs {
+					cs[k] = count
+				}
+				ds := vDispls(n, count)
+				return w.Alltoallv(s, cs, ds, d, cs, ds)
+			}},
 			collPair[T]{name: "scan", send: mine, recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Scan(s, d, op) }},
 			collPair[T]{name: "exscan", send: mine, recv: noise(count), run: func(s, d Buffer, _ bool) error { return w.Exscan(s, d, op) }},
 		)
@@ -327,6 +353,9 @@ func scenarioGPUColl(sizes []int, big int) scenario {
 		// opens the peer's buffer, then a mapped-mode allreduce (4 MiB,
 		// beyond a staging slot) opens the same allocation again (CUDA maps
 		// a handle once per context: cudadrv.OpenIPC shares it).
+		if err := w.Barrier(); err != nil {
+			return err
+		}
 		if err := sharedIPCBuffer(w, 1<<20); err != nil {
 			return err
 		}
@@ -553,3 +582,37 @@ func sharedIPCBuffer(w *Comm, n int) error {
 }
 
 func must(v int, _ error) int { return v }
+
+// vCounts, vDispls, vExtent and vTotal describe the v-collectives' layout
+// of n ranks' blocks: block k has count+k elements and starts one element
+// after block k-1 ends.
+func vCounts(n, count int) []int {
+	cs := make([]int, n)
+	for k := range cs {
+		cs[k] = count + k
+	}
+	return cs
+}
+
+func vDispls(n, count int) []int {
+	ds := make([]int, n)
+	at := 0
+	for k := range ds {
+		ds[k] = at
+		at += count + k + 1
+	}
+	return ds
+}
+
+func vExtent(n, count int) int {
+	ds := vDispls(n, count)
+	return ds[n-1] + count + n - 1
+}
+
+func vTotal(n, count int) int {
+	t := 0
+	for _, c := range vCounts(n, count) {
+		t += c
+	}
+	return t
+}
