@@ -270,6 +270,57 @@ func (c *StreamComm) RecvEnqueue(buf Buffer, src, tag int) error {
 	return c.p2p("recv enqueue", buf, src, tag, true, func() (*Request, error) { return c.Comm.Irecv(buf, src, tag) })
 }
 
+// SendrecvEnqueue enqueues a send of sendbuf to dest and a receive into
+// recvbuf from src (or AnySource), started together when the stream gets
+// there; the stream's later work waits for both. For an exchange it costs
+// one flag round trip where SendEnqueue then RecvEnqueue costs two and
+// serialises the directions (MPI_Sendrecv on the stream).
+func (c *StreamComm) SendrecvEnqueue(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) error {
+	const op = "sendrecv enqueue"
+	s, err := c.stream(op)
+	if err != nil {
+		return err
+	}
+	for _, b := range []Buffer{sendbuf, recvbuf} {
+		if err := s.checkBuf(op, b, false); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(c.checkPeer(op, dest, false), checkTag(op, sendtag, false),
+		c.checkPeer(op, src, true), checkTag(op, recvtag, true)); err != nil {
+		return err
+	}
+	return c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
+		rr, err := c.Comm.Irecv(recvbuf, src, recvtag)
+		if err != nil {
+			return nil, err
+		}
+		sr, serr := c.Comm.Isend(sendbuf, dest, sendtag)
+		if serr != nil {
+			// Take the receive back; report the send's error once it is.
+			rr.Cancel()
+			return func() (bool, error) {
+				ok, _, _ := rr.Test()
+				return ok, serr
+			}, nil
+		}
+		var rdone, sdone bool
+		var rerr, serr2 error
+		return func() (bool, error) {
+			if !rdone {
+				rdone, _, rerr = rr.Test()
+			}
+			if !sdone {
+				sdone, _, serr2 = sr.Test()
+			}
+			if !rdone || !sdone {
+				return false, nil
+			}
+			return true, errors.Join(rerr, serr2)
+		}, nil
+	}})
+}
+
 // StreamRequest is a nonblocking operation enqueued on a stream
 // (IsendEnqueue, IrecvEnqueue). Complete it on a stream with WaitEnqueue or
 // WaitallEnqueue; the host may look at it with Test.

@@ -132,6 +132,14 @@ func devInts(n int, f func(i int) int32) (*DeviceBuffer[int32], error) {
 	return b, nil
 }
 
+func hostVals(n int, f func(i int) int32) []int32 {
+	h := make([]int32, n)
+	for i := range h {
+		h[i] = f(i)
+	}
+	return h
+}
+
 func hostOf(b *DeviceBuffer[int32]) ([]int32, error) {
 	h := make([]int32, b.Len())
 	return h, b.CopyToHost(h)
@@ -357,6 +365,26 @@ func streamP2P(rank int, s *Stream, sc *StreamComm) error {
 	}
 	if err := sc.WaitEnqueue(rr); !errors.Is(err, ErrRequest) {
 		return fmt.Errorf("second wait of a request: %v, want ErrRequest", err)
+	}
+
+	// SendrecvEnqueue: both directions at once, then a copy that sees it.
+	if err := ds.CopyFromHost(hostVals(m, val(rank, 3))); err != nil {
+		return err
+	}
+	if err := sc.SendrecvEnqueue(ds, peer, 30, dr, peer, 30); err != nil {
+		return err
+	}
+	if err := s.Copy(dc, dr); err != nil {
+		return err
+	}
+	if err := s.Synchronize(); err != nil {
+		return err
+	}
+	if got, err = hostOf(dc); err != nil {
+		return err
+	}
+	if err := check("sendrecv enqueue", got, val(peer, 3)); err != nil {
+		return err
 	}
 
 	// ProcNull completes at once.

@@ -16,9 +16,9 @@ import (
 //     the whole loop enqueued without host synchronisation, timed with CUDA
 //     events recorded on the stream; half the round trip, like osu_latency.
 //   - stream_loop: per iteration a kernel produces the send buffer, the
-//     ranks swap buffers (IrecvEnqueue, IsendEnqueue, WaitallEnqueue) and a
-//     kernel consumes what arrived, all enqueued; microseconds per
-//     iteration, host clock.
+//     ranks swap buffers (SendrecvEnqueue: both transfers start together,
+//     one flag round trip) and a kernel consumes what arrived, all
+//     enqueued; microseconds per iteration, host clock.
 //   - stream_loop_sync: the same loop as an application without stream
 //     support writes it: kernel, stream synchronisation, blocking Sendrecv,
 //     kernel; microseconds per iteration, host clock.
@@ -194,7 +194,7 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 				return err
 			}
 			if enqueued {
-				err = se.swap(s, r, peer)
+				err = se.sc.SendrecvEnqueue(s, peer, tagLatency, r, peer, tagLatency)
 			} else {
 				err = se.s.Synchronize()
 				if err == nil {
@@ -225,22 +225,4 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 		e.report(row{Size: size, Avg: st.Max[0], Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
 	}
 	return nil
-}
-
-// swap enqueues a simultaneous exchange with peer: IrecvEnqueue and
-// IsendEnqueue (which only mark where the stream is) then WaitallEnqueue, so
-// the progress goroutine sees all three reached at once and starts both
-// transfers together: one flag round trip for the exchange, where a
-// SendEnqueue followed by a RecvEnqueue costs two and serialises the
-// directions.
-func (se *streamEnv) swap(s, r mpi.Buffer, peer int) error {
-	rr, err := se.sc.IrecvEnqueue(r, peer, tagLatency)
-	if err != nil {
-		return err
-	}
-	sr, err := se.sc.IsendEnqueue(s, peer, tagLatency)
-	if err != nil {
-		return err
-	}
-	return se.sc.WaitallEnqueue(rr, sr)
 }
