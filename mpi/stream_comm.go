@@ -142,10 +142,10 @@ func (c *Comm) prepareDeviceCollectives(ord int) error {
 	if ferr := b.Free(); err == nil {
 		err = ferr
 	}
-	if errors.Is(err, ErrBuffer) {
+	if err == nil || errors.Is(err, ErrBuffer) {
 		return nil
 	}
-	return err
+	return fmt.Errorf("setting up the device collectives of a stream communicator: %w", err)
 }
 
 // Stream is the communicator's stream on this rank (nil for none).
