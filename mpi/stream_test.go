@@ -1066,3 +1066,36 @@ func TestStreamMultiplexFake(t *testing.T) {
 		return nil
 	})
 }
+
+// fakeGPUEnv makes a test job's ranks use a fake driver of their own (with
+// the GPU path decorator over UCX, as on a GPU machine), so that the stream
+// scenarios run in real processes over UCX on machines without a GPU.
+// Device messages then take the staged path (a fake's IPC handles mean
+// nothing in another process) and device collectives the point-to-point
+// algorithms.
+const fakeGPUEnv = "GOMPIX_TEST_FAKE_GPU"
+
+func init() {
+	if os.Getenv(fakeGPUEnv) == "1" {
+		d := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30, Kernels: kernels.HostKernel})
+		openGPU = func() (cudadrv.Driver, error) { return d, nil }
+		driverPresent = func() bool { return true }
+	}
+}
+
+// TestStreamUCXFake runs the stream scenarios in two real processes over
+// UCX, each with its own fake driver: the progress goroutine driving the
+// UCX transport beside the ranks' own calls.
+func TestStreamUCXFake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process UCX run skipped in -short mode")
+	}
+	for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_bounded", "stream_multiplex"} {
+		t.Run(name, func(t *testing.T) {
+			old := extraEnv
+			extraEnv = []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off", "GOMPIX_STREAM_DEPTH=4"}
+			defer func() { extraEnv = old }()
+			runJob(t, name, 2)
+		})
+	}
+}
