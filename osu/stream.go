@@ -34,8 +34,32 @@ func init() {
 // streamEnv is a stream on this rank's current device and a stream
 // communicator over e.c.
 type streamEnv struct {
-	s  *mpi.Stream
-	sc *mpi.StreamComm
+	s    *mpi.Stream
+	sc   *mpi.StreamComm
+	bufs []benchBuffer // freed by close, after the stream's work
+}
+
+// alloc allocates a benchmark buffer that close frees (the pt2pt
+// benchmarks keep theirs for the process's lifetime; these free theirs,
+// so that a run leaves no device memory behind).
+func (se *streamEnv) alloc(d Datatype, p Placement, n int) (benchBuffer, error) {
+	b, err := allocBuffer(d, p, n)
+	if err == nil {
+		se.bufs = append(se.bufs, b)
+	}
+	return b, err
+}
+
+func freeBuffer(b benchBuffer) error {
+	switch d := b.(type) {
+	case *deviceBuffer[int8]:
+		return d.b.Free()
+	case *deviceBuffer[int32]:
+		return d.b.Free()
+	case *deviceBuffer[float32]:
+		return d.b.Free()
+	}
+	return nil
 }
 
 func newStreamEnv(e *env) (*streamEnv, error) {
@@ -52,7 +76,11 @@ func newStreamEnv(e *env) (*streamEnv, error) {
 }
 
 func (se *streamEnv) close(err error) error {
-	return errors.Join(err, se.s.Synchronize(), se.sc.Free(), se.s.Free())
+	errs := []error{err, se.s.Synchronize(), se.sc.Free()}
+	for _, b := range se.bufs {
+		errs = append(errs, freeBuffer(b))
+	}
+	return errors.Join(append(errs, se.s.Free())...)
 }
 
 // exchange enqueues one ping-pong step: the starter sends then receives,
@@ -83,11 +111,11 @@ func runStreamLatency(e *env) (err error) {
 	}
 	defer func() { err = se.close(err) }()
 	maxCount := e.count(e.o.MaxSize)
-	sbuf, err := allocBuffer(e.dt, e.placement(starter), maxCount)
+	sbuf, err := se.alloc(e.dt, e.placement(starter), maxCount)
 	if err != nil {
 		return err
 	}
-	rbuf, err := allocBuffer(e.dt, e.placement(starter), maxCount)
+	rbuf, err := se.alloc(e.dt, e.placement(starter), maxCount)
 	if err != nil {
 		return err
 	}
@@ -164,7 +192,7 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 	maxCount := e.count(e.o.MaxSize)
 	bufs := make([]benchBuffer, 4) // step, send, recv, acc
 	for i := range bufs {
-		if bufs[i], err = allocBuffer(e.dt, Device, maxCount); err != nil {
+		if bufs[i], err = se.alloc(e.dt, Device, maxCount); err != nil {
 			return err
 		}
 	}

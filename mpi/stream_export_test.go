@@ -1,0 +1,16 @@
+package mpi
+
+import (
+	"testing"
+
+	"github.com/gompix/gompix/internal/cudadrv/fake"
+)
+
+// RunFakeGPUJob runs f on n goroutine ranks over the in-process transport
+// with the GPU path decorator and a fake driver (runStreamFake), for the
+// external test package: it runs the osu stream benchmarks, which only
+// see mpi's public API, on machines without a GPU.
+func RunFakeGPUJob(t *testing.T, n int, f func(c *Comm) error) {
+	t.Helper()
+	runStreamFake(t, n, fake.Options{}, f)
+}
