@@ -159,7 +159,26 @@ func hostDirect(op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]byte, e
 	if err := hostDirectSync(mem, &a); err != nil {
 		return err
 	}
-	return hostDirectReduce(op, t, mem, &a)
+	if err := hostDirectReduce(op, t, mem, &a); err != nil {
+		return err
+	}
+	return hostDirectDone(mem, &a)
+}
+
+// hostDirectDone stores Seq into the Done word, if any.
+func hostDirectDone(mem func(p uintptr, n int) ([]byte, error), a *DirectArgs) error {
+	if a.Done == 0 {
+		return nil
+	}
+	if a.Done&3 != 0 {
+		return fmt.Errorf("kernels: unaligned done word %#x", a.Done)
+	}
+	b, err := mem(a.Done, 4)
+	if err != nil {
+		return err
+	}
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[0])), a.Seq)
+	return nil
 }
 
 // hostDirectGather is gompix_direct_gather on the host.
@@ -172,7 +191,7 @@ func hostDirectGather(mem func(p uintptr, n int) ([]byte, error), args []byte) e
 		return err
 	}
 	if a.Reduce == 0 || a.R.N == 0 {
-		return nil
+		return hostDirectDone(mem, &a)
 	}
 	n := int(a.R.N)
 	for j := 0; j < int(a.R.K) && j < MaxInputs; j++ {
@@ -189,7 +208,7 @@ func hostDirectGather(mem func(p uintptr, n int) ([]byte, error), args []byte) e
 		}
 		copy(dst, src)
 	}
-	return nil
+	return hostDirectDone(mem, &a)
 }
 
 // hostDirectSync is the kernels' first phase: the copy into the slot, the

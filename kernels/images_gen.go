@@ -15,7 +15,7 @@ var ptxCompute80 []byte
 var cubinSM90 []byte
 
 // generatedFrom is the SHA-256 of the src/reduce.cu the images were built from.
-const generatedFrom = "b702f32eeeeac080ecbc784876da24c3e465dfaf0d0f527625a720a0637eee35"
+const generatedFrom = "1ecf391fb460a020256aa6c70cc0e2fa005418a8b7d8978bacf29d2845230c5d"
 
 // generatedBy is the nvcc release that built the images.
 const generatedBy = "13.0"

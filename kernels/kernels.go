@@ -171,7 +171,7 @@ func LaunchDims(t dtype.Type, n uint64, sms int) (grid, block uint32) {
 }
 
 // DirectArgs is the one parameter of the gompix_direct kernels (struct
-// DirectArgs in reduce.cu: 320 bytes, 8-byte aligned). The kernel runs as
+// DirectArgs in reduce.cu: 336 bytes, 8-byte aligned). The kernel runs as
 // one block: it copies NCopy bytes from Src into Slot (this rank's staging
 // slot), writes Seq into every non-zero PeerFlag (this rank's flag in each
 // peer's region), waits until every non-zero MyFlag (each peer's flag in
@@ -190,10 +190,14 @@ type DirectArgs struct {
 	// copy and no flags the kernel may run on any grid, a reduction pushed
 	// to several (peer) outputs.
 	Outs [MaxInputs]uintptr
+	// Done, in one-block launches, is a host-mapped word the kernel stores
+	// Seq into once its output is written and fenced (zero: none): the
+	// host learns of completion by polling it, without a driver call.
+	Done uintptr
 }
 
 // DirectArgsSize is the size of DirectArgs' kernel layout.
-const DirectArgsSize = 320
+const DirectArgsSize = 336
 
 // Marshal writes a's kernel layout into b (len(b) >= DirectArgsSize).
 func (a *DirectArgs) Marshal(b []byte) {
@@ -211,6 +215,8 @@ func (a *DirectArgs) Marshal(b []byte) {
 	for i := range MaxInputs {
 		le.PutUint64(b[256+8*i:], uint64(a.Outs[i]))
 	}
+	le.PutUint64(b[320:], uint64(a.Done))
+	le.PutUint64(b[328:], 0)
 }
 
 // UnmarshalDirectArgs reads the kernel layout back.
@@ -230,5 +236,6 @@ func UnmarshalDirectArgs(b []byte) (DirectArgs, error) {
 		a.MyFlag[i] = uintptr(le.Uint64(b[184+8*i:]))
 		a.Outs[i] = uintptr(le.Uint64(b[256+8*i:]))
 	}
+	a.Done = uintptr(le.Uint64(b[320:]))
 	return a, nil
 }

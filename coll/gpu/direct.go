@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/gompix/gompix/coll"
 	registry "github.com/gompix/gompix/internal/config"
@@ -111,9 +112,15 @@ type Direct struct {
 	shared  bool // ranks may share a GPU (DirectConfig.SharedDevices)
 
 	stream cudadrv.Stream
-	region cudadrv.DevicePtr   // this rank's flags and slots
-	peers  []cudadrv.DevicePtr // every rank's region as mapped here (own at r)
-	seq    uint32
+	// done is a host-mapped word the fused kernels store their sequence
+	// number into when finished (doneDev is its device address): a blocking
+	// call polls it instead of waiting in the driver for the launch to
+	// retire.
+	done    *uint32
+	doneDev cudadrv.DevicePtr
+	region  cudadrv.DevicePtr   // this rank's flags and slots
+	peers   []cudadrv.DevicePtr // every rank's region as mapped here (own at r)
+	seq     uint32
 
 	handles *handleCache
 
@@ -190,6 +197,14 @@ func (d *Direct) setup(tag int) (bool, error) {
 	if err == nil {
 		d.mod = mod
 		d.stream, err = d.dev.StreamCreate()
+	}
+	if err == nil {
+		var hp unsafe.Pointer
+		if hp, err = d.dev.HostAlloc(64); err == nil {
+			d.done = (*uint32)(hp)
+			atomic.StoreUint32(d.done, 0)
+			d.doneDev, err = d.dev.HostDevicePtr(hp)
+		}
 	}
 	var h cudadrv.IpcMemHandle
 	if err == nil {
@@ -327,6 +342,9 @@ func (d *Direct) Close() error {
 	errs = append(errs, d.handles.closeAll())
 	if d.region != 0 {
 		errs = append(errs, d.dev.MemFree(d.region))
+	}
+	if d.done != nil {
+		errs = append(errs, d.dev.HostFree(unsafe.Pointer(d.done)))
 	}
 	for _, e := range d.events {
 		errs = append(errs, d.dev.EventDestroy(e))
@@ -623,7 +641,7 @@ func (d *Direct) enqueueFusedGather(q *directReq) error {
 	n := c.Count * c.Type.Size()
 	recv := Addr(c.Recv)
 	src := Addr(c.Send)
-	a := kernels.DirectArgs{Slot: uintptr(d.slotAddr(r, s)), Seq: s, Reduce: 1}
+	a := kernels.DirectArgs{Slot: uintptr(d.slotAddr(r, s)), Seq: s, Reduce: 1, Done: uintptr(d.doneDev)}
 	a.R.Out, a.R.N = uintptr(recv), uint64(n)
 	for i := range p {
 		if i != r {
@@ -673,7 +691,8 @@ func (d *Direct) enqueueFused(q *directReq) error {
 	if c.Send == nil {
 		src = Addr(c.Recv)
 	}
-	a := kernels.DirectArgs{Src: uintptr(src), Slot: uintptr(d.slotAddr(r, s)), NCopy: uint64(d.exposed(c)), Seq: s, Reduce: 1}
+	a := kernels.DirectArgs{Src: uintptr(src), Slot: uintptr(d.slotAddr(r, s)), NCopy: uint64(d.exposed(c)), Seq: s, Reduce: 1,
+		Done: uintptr(d.doneDev)}
 	var in []uintptr
 	off := 0
 	if c.Kind == coll.ReduceScatterBlock {
@@ -831,6 +850,12 @@ func (q *directReq) Test() (bool, error) {
 	}
 	ev := q.ev
 	d.mu.Unlock()
+	if q.fusedDone() {
+		d.mu.Lock()
+		q.finishLocked(nil)
+		d.mu.Unlock()
+		return true, nil
+	}
 	var ok bool
 	var err error
 	if ev != 0 {
@@ -867,6 +892,12 @@ func (q *directReq) Wait() error {
 			runtime.Gosched()
 			continue
 		}
+		if q.mode == modeFused && q.spinFused() {
+			d.mu.Lock()
+			q.finishLocked(nil)
+			d.mu.Unlock()
+			break
+		}
 		// Synchronising on the event, or on the stream while this is its
 		// last call, completes the call: no query after it.
 		var err error
@@ -882,6 +913,28 @@ func (q *directReq) Wait() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return q.err
+}
+
+// fusedDone reports whether a fused call's kernel has stored its sequence
+// number (or a later call's) into the done word.
+func (q *directReq) fusedDone() bool {
+	return q.mode == modeFused && int32(atomic.LoadUint32(q.d.done)-q.seq) >= 0
+}
+
+// spinFused polls the done word for a while: a small call completes within
+// microseconds of its peers' arrival, well before a driver wait would
+// return. It gives up (false) after about a hundred microseconds, leaving
+// the wait to the driver, which also reports a failed launch.
+func (q *directReq) spinFused() bool {
+	for i := 0; i < 1<<16; i++ {
+		if q.fusedDone() {
+			return true
+		}
+		if i&1023 == 1023 {
+			runtime.Gosched()
+		}
+	}
+	return false
 }
 
 // failLocked ends a call that could not be (fully) enqueued.

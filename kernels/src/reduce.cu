@@ -14,7 +14,7 @@
 //   gompix_direct_<op>_<type>       one block: copy this rank's data into its
 //                                   staging slot, signal every peer, wait for
 //                                   every peer, reduce the peers' slots
-//                                   (struct DirectArgs, 320 bytes); or,
+//                                   (struct DirectArgs, 336 bytes); or,
 //                                   with no copy and no flags, any grid:
 //                                   a reduction stored to several outputs
 //   gompix_direct_gather            the same copy, signal and wait, then
@@ -319,6 +319,8 @@ struct DirectArgs {
     u32 seq;                         // offset 248: the call's sequence number
     u32 reduce;                      // offset 252: 0 = copy and signal only
     void *outs[GX_MAX_INPUTS];       // offset 256: more outputs for the result (null: none)
+    volatile u32 *done;              // offset 320: one-block launches: seq stored here at the end (null: none)
+    u64 pad;                         // offset 328
 };
 
 __device__ __forceinline__ void block_copy(void *dst, const void *src, u64 n) {
@@ -359,10 +361,22 @@ __device__ __forceinline__ void direct_sync(const DirectArgs &a) {
     }
 }
 
+// direct_done tells the host the call is complete: every thread's output
+// is written and fenced before seq reaches the host-mapped word, which the
+// host polls instead of waiting for the launch to retire. One-block
+// launches only (no grid-wide barrier otherwise).
+__device__ __forceinline__ void direct_done(const DirectArgs &a) {
+    if (!a.done) return;
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) *a.done = a.seq;
+}
+
 template <template <typename> class OP, typename T>
 __device__ __forceinline__ void direct_body(const DirectArgs &a) {
     direct_sync(a);
     if (a.reduce) reduce_body<OP, T, 0, 1>(a.r, a.outs);
+    direct_done(a);
 }
 
 // gompix_direct_gather: the same copy, signal and wait, then (if reduce is
@@ -370,9 +384,10 @@ __device__ __forceinline__ void direct_body(const DirectArgs &a) {
 // Small allgather, bcast and alltoall in one launch (one block).
 extern "C" __global__ void __launch_bounds__(GX_BLOCK) gompix_direct_gather(const DirectArgs a) {
     direct_sync(a);
-    if (!a.reduce) return;
-    for (u32 j = 0; j < a.r.k && j < GX_MAX_INPUTS; j++)
-        if (a.r.in[j]) block_copy((u8 *)a.r.out + (u64)j * a.r.n, a.r.in[j], a.r.n);
+    if (a.reduce)
+        for (u32 j = 0; j < a.r.k && j < GX_MAX_INPUTS; j++)
+            if (a.r.in[j]) block_copy((u8 *)a.r.out + (u64)j * a.r.n, a.r.in[j], a.r.n);
+    direct_done(a);
 }
 
 GX_ALL_TYPES(sum, OpSum)
