@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -922,5 +923,56 @@ func TestRndvFromEnv(t *testing.T) {
 	if rndvMin(ModeAuto, 0, false) != DefaultRndvThreshold || rndvMin(ModeAuto, 4096, true) != math.MaxInt ||
 		rndvMin(ModeStaged, 4096, true) != 4096 || rndvMin(ModeIPC, -1, false) != math.MaxInt {
 		t.Error("rndvMin")
+	}
+}
+
+// TestBadDeviceBufferGPU is TestBadDeviceBuffer against the real driver:
+// a host (stack) pointer passed as device memory, a length past the end of
+// a real allocation, and a freed allocation are ErrBuffer at the send,
+// on every path, never a fault. Skips without a GPU (fails under
+// GOMPIX_REQUIRE_GPU=1).
+func TestBadDeviceBufferGPU(t *testing.T) {
+	drv, err := cudadrv.Open()
+	var dev cudadrv.Device
+	if err == nil {
+		dev, err = drv.Device(0)
+	}
+	if err != nil {
+		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
+			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	for _, mode := range []Mode{ModeStaged, ModeIPC} {
+		f := inproc.NewFabric(2)
+		tr := New(f.Transport(0), Config{Mode: mode,
+			Device:     func(o int) (cudadrv.Device, error) { return drv.Device(o) },
+			HostDevice: func() (cudadrv.Device, error) { return dev, nil }})
+		e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
+		c := e.World()
+		p, err := dev.MemAlloc(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		freed, err := dev.MemAlloc(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.MemFree(freed); err != nil {
+			t.Fatal(err)
+		}
+		var x [64]byte
+		cases := map[string]pt2pt.Mem{
+			"overrun": {Ptr: devicePointer(p), Len: 1 << 20, Kind: pt2pt.Device},
+			"host":    {Ptr: unsafe.Pointer(&x[0]), Len: 64, Kind: pt2pt.Device},
+			"freed":   {Ptr: devicePointer(freed), Len: 64, Kind: pt2pt.Device},
+		}
+		for name, m := range cases {
+			if err := c.Send(m, 1, 0, false); !errors.Is(err, pt2pt.ErrBuffer) {
+				t.Errorf("%s: %s send: %v, want ErrBuffer", mode, name, err)
+			}
+		}
+		tr.Close()
+		dev.MemFree(p)
 	}
 }
