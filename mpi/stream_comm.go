@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/stream"
 )
@@ -117,35 +118,58 @@ func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 // starts it must never block). When every rank has a stream, one
 // one-element device Allreduce on each rank's stream device does it; a
 // rank without a stream (ord < 0) makes it a host-only communicator for
-// everyone. Collectives that refuse device buffers (ErrBuffer) leave
-// nothing to prepare.
+// everyone. Every rank learns every other's readiness before the
+// Allreduce, so that a local failure fails all ranks instead of leaving
+// the others in it. Collectives that refuse device buffers (ErrBuffer)
+// leave nothing to prepare.
 func (c *Comm) prepareDeviceCollectives(ord int) error {
+	const op = "stream comm create"
+	const failed = -3
+	var b *DeviceBuffer[int32]
+	var lerr error
+	if ord >= 0 {
+		dev, err := gpuDevice(ord)
+		var p cudadrv.DevicePtr
+		if err == nil {
+			p, err = dev.MemAlloc(4)
+		}
+		if err == nil {
+			b = &DeviceBuffer[int32]{a: &devAlloc{dev: dev, ord: ord, ptr: p}, n: 1}
+			err = b.Zero()
+		}
+		if err != nil {
+			lerr, ord = devError(op, ErrOther, err), failed
+		}
+	}
+	defer func() {
+		if b != nil {
+			b.Free()
+		}
+	}()
 	ords, err := c.allgatherInts([]int{ord})
 	if err != nil {
 		return err
 	}
-	for _, o := range ords {
-		if o < 0 {
-			return nil
+	all := true
+	for r, o := range ords {
+		switch {
+		case o == failed && lerr != nil:
+			return lerr
+		case o == failed:
+			return &pt2pt.OpError{Op: op, Class: ErrOther, Err: fmt.Errorf("rank %d could not prepare its device", r)}
+		case o < 0:
+			all = false
 		}
 	}
-	dev, err := gpuDevice(ord)
-	if err != nil {
-		return devError("stream comm create", ErrOther, err)
-	}
-	p, err := dev.MemAlloc(4)
-	if err != nil {
-		return devError("stream comm create", ErrOther, err)
-	}
-	b := &DeviceBuffer[int32]{a: &devAlloc{dev: dev, ord: ord, ptr: p}, n: 1}
-	err = errors.Join(b.Zero(), c.Allreduce(InPlace, b, Max))
-	if ferr := b.Free(); err == nil {
-		err = ferr
-	}
-	if err == nil || errors.Is(err, ErrBuffer) {
+	if !all {
 		return nil
 	}
-	return fmt.Errorf("setting up the device collectives of a stream communicator: %w", err)
+	switch err := c.Allreduce(InPlace, b, Max); {
+	case err == nil || errors.Is(err, ErrBuffer):
+		return nil
+	default:
+		return fmt.Errorf("setting up the device collectives of a stream communicator: %w", err)
+	}
 }
 
 // Stream is the communicator's stream on this rank (nil for none).
