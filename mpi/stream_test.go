@@ -1099,3 +1099,74 @@ func TestStreamUCXFake(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamBoundedSelf: one rank, two streams of a multiplex
+// communicator, depth 4. A goroutine enqueues 16 receives from the rank
+// itself on stream 0; only once it is seen blocked on the full stream does
+// a second goroutine enqueue the matching sends on stream 1. Nothing
+// deadlocks and every message arrives.
+func TestStreamBoundedSelf(t *testing.T) {
+	useStreamEngine(t, stream.Config{Depth: 4})
+	runStreamFake(t, 1, fake.Options{}, func(w *Comm) (err error) {
+		var ss []*Stream
+		for i := 0; i < 2; i++ {
+			s, err := NewStream()
+			if err != nil {
+				return err
+			}
+			ss = append(ss, s)
+		}
+		defer func() {
+			for _, s := range ss {
+				err = errors.Join(err, s.Synchronize(), s.Free())
+			}
+		}()
+		mc, err := w.StreamCommMultiplex(ss)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, mc.Free()) }()
+		const n = 16
+		bufs := make([][]int64, n)
+		errc := make(chan error, 1)
+		go func() {
+			for k := range bufs {
+				bufs[k] = make([]int64, 3)
+				if err := mc.RecvEnqueue(Slice(bufs[k]), 0, k, 1, 0); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+		deadline := time.Now().Add(time.Minute)
+		for ss[0].q.FullWaits() == 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the receiving goroutine never found its stream full")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		for k := 0; k < n; k++ {
+			if err := mc.SendEnqueue(Slice([]int64{int64(k), 1, 2}), 0, k, 1, 0); err != nil {
+				return err
+			}
+		}
+		select {
+		case err := <-errc:
+			if err != nil {
+				return err
+			}
+		case <-time.After(time.Minute):
+			return fmt.Errorf("deadlock: the receiving goroutine never returned")
+		}
+		if err := errors.Join(ss[0].Synchronize(), ss[1].Synchronize()); err != nil {
+			return err
+		}
+		for k, b := range bufs {
+			if b[0] != int64(k) || b[2] != 2 {
+				return fmt.Errorf("message %d: %v", k, b)
+			}
+		}
+		return nil
+	})
+}
