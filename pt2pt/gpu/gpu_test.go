@@ -573,7 +573,10 @@ func TestBadDeviceBuffer(t *testing.T) {
 			over.Len = 1 << 20
 			var x [64]byte
 			foreign := pt2pt.Mem{Ptr: unsafe.Pointer(&x[0]), Len: 64, Kind: pt2pt.Device}
-			for _, m := range []pt2pt.Mem{over, foreign} {
+			gone := k.alloc(t, pt2pt.Device, 4096)
+			freed := gone.m
+			gone.free()
+			for _, m := range []pt2pt.Mem{over, foreign, freed} {
 				if err := k.c.Send(m, 1, 0, false); !errors.Is(err, pt2pt.ErrBuffer) {
 					return fmt.Errorf("%s: send of %+v: %v, want ErrBuffer", mode, m, err)
 				}

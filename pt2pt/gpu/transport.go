@@ -252,7 +252,8 @@ func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
 	p := devPtr(m.Ptr)
 	info, err := dev.PointerInfo(p)
 	if err != nil {
-		return info, err
+		// The driver does not know the address (freed, or never its own).
+		return info, bufferError("%#x is not device memory of this process: %v", p, err)
 	}
 	if info.Type != cudadrv.MemoryDevice {
 		return info, bufferError("%#x is not device memory of this process (%v)", p, info.Type)
