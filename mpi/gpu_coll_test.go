@@ -10,7 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/internal/dtype"
 	"github.com/gompix/gompix/internal/wireup"
@@ -431,16 +430,7 @@ func TestDeviceCollectivesFake(t *testing.T) {
 // peer's memory over NVLink; each rank checks that its device collectives
 // reduced nothing on the host and staged nothing.
 func TestDeviceCollectivesGPU(t *testing.T) {
-	d, err := cudadrv.Open()
-	if err == nil && d.DeviceCount() == 0 {
-		err = cudadrv.ErrNoDevice
-	}
-	if err != nil {
-		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
-			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	needGPU(t)
 	old := extraEnv
 	extraEnv = []string{"GOMPIX_TEST_CHECK_COUNTERS=1"}
 	defer func() { extraEnv = old }()
@@ -532,12 +522,7 @@ func scenarioGPUCollLatency(w *Comm) error {
 
 // TestDeviceCollectiveLatencyGPU runs scenarioGPUCollLatency as a 2-rank job.
 func TestDeviceCollectiveLatencyGPU(t *testing.T) {
-	if _, err := cudadrv.Open(); err != nil {
-		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
-			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	needGPU(t)
 	runJob(t, "gpu_coll_lat", 2)
 }
 

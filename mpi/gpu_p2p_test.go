@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
@@ -217,16 +216,7 @@ func TestDevicePointToPointFake(t *testing.T) {
 // GPU (the launcher's binding), exchange device buffers of 0 B .. 256 MiB
 // on the ipc and the staged path, every element checked.
 func TestDevicePointToPointGPU(t *testing.T) {
-	d, err := cudadrv.Open()
-	if err == nil && d.DeviceCount() == 0 {
-		err = cudadrv.ErrNoDevice
-	}
-	if err != nil {
-		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
-			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	needGPU(t)
 	for _, path := range []string{"ipc", "staged"} {
 		t.Run(path, func(t *testing.T) {
 			old := extraEnv

@@ -92,6 +92,22 @@ func runJob(t *testing.T, name string, n int) {
 	}
 }
 
+// needGPU skips t on a machine without a usable GPU, and fails it there
+// under GOMPIX_REQUIRE_GPU=1 (the GPU machine's runs).
+func needGPU(t *testing.T) {
+	t.Helper()
+	d, err := cudadrv.Open()
+	if err == nil && d.DeviceCount() == 0 {
+		err = cudadrv.ErrNoDevice
+	}
+	if err != nil {
+		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
+			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+}
+
 // gpuCount is the number of CUDA devices here (0 without a driver).
 func gpuCount() int {
 	d, err := cudadrv.Open()

@@ -115,15 +115,11 @@ func (m *Module) launchDirect(s cudadrv.Stream, op dtype.Op, t dtype.Type, a *ke
 	if err != nil {
 		return err
 	}
-	var raw [kernels.DirectArgsSize]byte
-	a.Marshal(raw[:])
-	var args cudadrv.KernelArgs
-	args.Struct(raw[:], kernels.ReduceArgsAlign)
 	grid := uint32(1) // a copy or flags: one block orders the copy before the signal
 	if a.NCopy == 0 && a.PeerFlag == [kernels.MaxInputs]uintptr{} && a.MyFlag == [kernels.MaxInputs]uintptr{} {
 		grid, _ = kernels.LaunchDims(t, a.R.N, m.sms)
 	}
-	if err := m.dev.LaunchKernel(f, cudadrv.D1(grid), cudadrv.D1(kernels.BlockSize), 0, s, &args); err != nil {
+	if err := m.launchDirectArgs(s, f, grid, a); err != nil {
 		return err
 	}
 	if a.Reduce != 0 {
@@ -138,9 +134,14 @@ func (m *Module) launchGather(s cudadrv.Stream, a *kernels.DirectArgs) error {
 	if err != nil {
 		return err
 	}
+	return m.launchDirectArgs(s, f, 1, a)
+}
+
+// launchDirectArgs launches f, a kernel taking DirectArgs, on grid blocks.
+func (m *Module) launchDirectArgs(s cudadrv.Stream, f cudadrv.Function, grid uint32, a *kernels.DirectArgs) error {
 	var raw [kernels.DirectArgsSize]byte
 	a.Marshal(raw[:])
 	var args cudadrv.KernelArgs
 	args.Struct(raw[:], kernels.ReduceArgsAlign)
-	return m.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(kernels.BlockSize), 0, s, &args)
+	return m.dev.LaunchKernel(f, cudadrv.D1(grid), cudadrv.D1(kernels.BlockSize), 0, s, &args)
 }
