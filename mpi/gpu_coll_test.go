@@ -14,9 +14,7 @@ import (
 	"github.com/gompix/gompix/internal/dtype"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/kernels"
-	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
-	"github.com/gompix/gompix/pt2pt/inproc"
 )
 
 // Collectives on device buffers through the public API: every collective,
@@ -391,36 +389,7 @@ func TestDeviceCollectivesFake(t *testing.T) {
 			useFake(t, fake.Options{Devices: 2, TotalMem: 4 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
 			directOnSharedGPUs = true // the fake's kernels are goroutines: no time slicing
 			defer func() { directOnSharedGPUs = false }()
-			f := inproc.NewFabric(n)
-			var wg sync.WaitGroup
-			errc := make(chan error, n)
-			for r := 0; r < n; r++ {
-				wg.Add(1)
-				go func(r int) {
-					defer wg.Done()
-					tr := gpupath.New(f.Transport(r), gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent, Mode: gpupath.ModeAuto})
-					defer tr.Close()
-					e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
-					c := newComm(e.World())
-					err := scenarioGPUColl(sizes, 1<<30)(c)
-					if ferr := c.closeDevice(); err == nil {
-						err = ferr
-					}
-					if err != nil {
-						errc <- fmt.Errorf("rank %d: %w", r, err)
-					}
-				}(r)
-			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(3 * time.Minute):
-				t.Fatal("in-process device collectives hung")
-			}
-			for len(errc) > 0 {
-				t.Error(<-errc)
-			}
+			runInProcGPU(t, n, gpupath.ModeAuto, scenarioGPUColl(sizes, 1<<30))
 		})
 	}
 }
