@@ -24,7 +24,7 @@ func TestStreamBenchmarksFake(t *testing.T) {
 				if !ok {
 					t.Fatalf("no benchmark %s", name)
 				}
-				o, err := osu.Parse(b, []string{"-d", "cuda", "-m", "1:4096", "-i", "30", "-x", "3", "-c", "-T", typ, "D", "D"})
+				o, err := osu.Parse(b, []string{"-d", "cuda", "-m", "1:4096", "-i", "10", "-x", "1", "-c", "-T", typ, "D", "D"})
 				if err != nil {
 					t.Fatal(err)
 				}
