@@ -440,7 +440,9 @@ func init() {
 // one kernel launch plus an event wait on this rank's GPU alone. It checks
 // the result of every call; the times are printed for docs/gpu-collectives.md
 // (TestDeviceCollectiveLatencyGPU), never asserted.
-func scenarioGPUCollLatency(w *Comm) error {
+func scenarioGPUCollLatency(w *Comm) error { return gpuCollLatency(w, 5000) }
+
+func gpuCollLatency(w *Comm, iters int) error {
 	for _, count := range []int{2, 256, 16384} {
 		send, err := toDevice(genSlice[float32](w.Rank(), count, false))
 		if err != nil {
@@ -450,7 +452,6 @@ func scenarioGPUCollLatency(w *Comm) error {
 		if err != nil {
 			return err
 		}
-		const iters = 5000
 		var tStart, tWait time.Duration
 		for it := -100; it < iters; it++ {
 			t0 := time.Now()
@@ -481,8 +482,35 @@ func scenarioGPUCollLatency(w *Comm) error {
 			return err
 		}
 		fmt.Printf("rank %d (GPU %d): allreduce %d B: start %.2f us + wait %.2f us = %.2f us\n", w.Rank(), must(CurrentDevice()), count*4,
-			float64(tStart.Nanoseconds())/iters/1e3, float64(tWait.Nanoseconds())/iters/1e3,
-			float64((tStart+tWait).Nanoseconds())/iters/1e3)
+			float64(tStart.Nanoseconds())/float64(iters)/1e3, float64(tWait.Nanoseconds())/float64(iters)/1e3,
+			float64((tStart+tWait).Nanoseconds())/float64(iters)/1e3)
+		// Back to back, as nccl-tests measure: batches of nonblocking
+		// calls in flight, then one wait for the batch.
+		const batch = 32
+		reqs := make([]*Request, batch)
+		var tB2B time.Duration
+		for it := -4; it < iters/batch; it++ {
+			t0 := time.Now()
+			for i := range reqs {
+				if reqs[i], err = w.Iallreduce(send, recv, Sum); err != nil {
+					return err
+				}
+			}
+			if _, err := Waitall(reqs...); err != nil {
+				return err
+			}
+			if it >= 0 {
+				tB2B += time.Since(t0)
+			}
+		}
+		if got, err = fromDevice(recv); err != nil {
+			return err
+		}
+		if err := sameElems(got, want); err != nil {
+			return fmt.Errorf("back to back: %w", err)
+		}
+		fmt.Printf("rank %d (GPU %d): allreduce %d B back to back (%d in flight): %.2f us per call\n", w.Rank(), must(CurrentDevice()), count*4,
+			batch, float64(tB2B.Nanoseconds())/float64(iters/batch*batch)/1e3)
 		send.Free()
 		recv.Free()
 	}
@@ -496,6 +524,16 @@ func TestDeviceCollectiveLatencyGPU(t *testing.T) {
 }
 
 func init() { scenarios["gpu_coll_lat"] = scenarioGPUCollLatency }
+
+// TestDeviceCollectiveLatencyFake runs the latency scenario's code (one call
+// at a time, then batches of calls in flight through the IPC-direct engine,
+// every result checked) briefly on the fake driver.
+func TestDeviceCollectiveLatencyFake(t *testing.T) {
+	useFake(t, fake.Options{Devices: 2, TotalMem: 1 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
+	directOnSharedGPUs = true
+	defer func() { directOnSharedGPUs = false }()
+	runInProcGPU(t, 2, gpupath.ModeAuto, func(w *Comm) error { return gpuCollLatency(w, 64) })
+}
 
 // sharedIPCBuffer passes a device buffer around the ring with Sendrecv, then
 // allreduces the received buffer in place, twice; every rank checks the sum.
