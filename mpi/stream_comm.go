@@ -512,11 +512,7 @@ func (c *StreamComm) BcastEnqueue(buf Buffer, root int) error {
 // ReduceEnqueue enqueues Reduce; recv matters on root only (nil elsewhere
 // is fine, as for Reduce).
 func (c *StreamComm) ReduceEnqueue(send, recv Buffer, op Op, root int) error {
-	bufs := []Buffer{send}
-	if recv != nil {
-		bufs = append(bufs, recv)
-	}
-	return c.coll("reduce enqueue", bufs, func() (*Request, error) { return c.Comm.Ireduce(send, recv, op, root) })
+	return c.coll("reduce enqueue", nonNil(send, recv), func() (*Request, error) { return c.Comm.Ireduce(send, recv, op, root) })
 }
 
 // AllgatherEnqueue enqueues Allgather.
@@ -544,6 +540,39 @@ func (c *StreamComm) ReduceScatterBlockEnqueue(send, recv Buffer, op Op) error {
 // AlltoallEnqueue enqueues Alltoall.
 func (c *StreamComm) AlltoallEnqueue(send, recv Buffer) error {
 	return c.coll("alltoall enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Ialltoall(send, recv) })
+}
+
+// GatherEnqueue enqueues Gather; recv matters on root only (nil elsewhere
+// is fine, as for Gather).
+func (c *StreamComm) GatherEnqueue(send, recv Buffer, root int) error {
+	return c.coll("gather enqueue", nonNil(send, recv), func() (*Request, error) { return c.Comm.Igather(send, recv, root) })
+}
+
+// ScatterEnqueue enqueues Scatter; send matters on root only.
+func (c *StreamComm) ScatterEnqueue(send, recv Buffer, root int) error {
+	return c.coll("scatter enqueue", nonNil(send, recv), func() (*Request, error) { return c.Comm.Iscatter(send, recv, root) })
+}
+
+// ScanEnqueue enqueues Scan (inclusive prefix reduction).
+func (c *StreamComm) ScanEnqueue(send, recv Buffer, op Op) error {
+	return c.coll("scan enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iscan(send, recv, op) })
+}
+
+// ExscanEnqueue enqueues Exscan (exclusive prefix reduction; rank 0's recv
+// is left as it was).
+func (c *StreamComm) ExscanEnqueue(send, recv Buffer, op Op) error {
+	return c.coll("exscan enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iexscan(send, recv, op) })
+}
+
+// nonNil drops the nil buffers a rooted collective allows off the root.
+func nonNil(bufs ...Buffer) []Buffer {
+	out := bufs[:0:0]
+	for _, b := range bufs {
+		if b != nil {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // BarrierEnqueue enqueues a Barrier: the stream's later work waits until

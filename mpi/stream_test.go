@@ -546,6 +546,55 @@ func streamCollCases() []collCase {
 			}
 			return result(err, sc, enq, get)
 		}},
+		{"gather", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
+			root := w.Size() - 1
+			a, b, get, err := two(mk, n, in(w.Rank()), n*w.Size())
+			if err != nil {
+				return nil, err
+			}
+			if enq {
+				err = sc.GatherEnqueue(a, b, root)
+			} else {
+				err = w.Gather(a, b, root)
+			}
+			return result(err, sc, enq, get)
+		}},
+		{"scatter", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
+			a, b, get, err := two(mk, n*w.Size(), in(w.Rank()), n)
+			if err != nil {
+				return nil, err
+			}
+			if enq {
+				err = sc.ScatterEnqueue(a, b, 0)
+			} else {
+				err = w.Scatter(a, b, 0)
+			}
+			return result(err, sc, enq, get)
+		}},
+		{"scan", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
+			a, b, get, err := two(mk, n, in(w.Rank()), n)
+			if err != nil {
+				return nil, err
+			}
+			if enq {
+				err = sc.ScanEnqueue(a, b, Sum)
+			} else {
+				err = w.Scan(a, b, Sum)
+			}
+			return result(err, sc, enq, get)
+		}},
+		{"exscan-max", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
+			a, b, get, err := two(mk, n, in(w.Rank()), n)
+			if err != nil {
+				return nil, err
+			}
+			if enq {
+				err = sc.ExscanEnqueue(a, b, Max)
+			} else {
+				err = w.Exscan(a, b, Max)
+			}
+			return result(err, sc, enq, get)
+		}},
 		{"barrier", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
 			var err error
 			if enq {
