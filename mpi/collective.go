@@ -256,7 +256,7 @@ func (c *Comm) start(block bool, name string, bufs []Buffer, f func(s *coll.Stat
 	c.collMu.Lock()
 	st := c.engine()
 	var cr coll.Request
-	if err = c.useSpace(st, ord); err == nil {
+	if err = c.useSpace(st, ord, block); err == nil {
 		cr, err = f(st)
 	}
 	c.collMu.Unlock()

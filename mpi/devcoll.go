@@ -23,9 +23,11 @@ import (
 
 // devSpace is what a communicator keeps for device collectives.
 type devSpace struct {
-	ord    int
-	mem    *gpucoll.Mem
-	direct *gpucoll.Direct // nil: schedules only
+	ord         int
+	dev         cudadrv.Device
+	mem         *gpucoll.Mem
+	direct      *gpucoll.Direct // nil: schedules only
+	directTried bool            // the engine's set-up has run (in a blocking collective)
 }
 
 // oneNode reports whether every rank of the job runs on this node (set by
@@ -88,43 +90,51 @@ func deviceBytes(b Buffer) ([]byte, error) {
 }
 
 // useSpace points st at the space of a call on device ord (-1: host),
-// setting the device space up on first use. c.collMu is held; the set-up
-// runs the IPC-direct engine's collective exchange, during the same call
-// on every rank.
-func (c *Comm) useSpace(st *coll.State, ord int) error {
+// setting the device space up on first use. c.collMu is held.
+//
+// The IPC-direct engine's set-up is a collective exchange that blocks until
+// every rank has joined, so it runs only in a blocking collective (block):
+// a nonblocking call must not wait for its peers to start (MPI lets a rank
+// start an Iallreduce and then, say, send to a peer that calls the
+// Iallreduce only after receiving). Device collectives before the first
+// blocking one run as schedules. Every rank makes the same calls in the same
+// order with device buffers on all ranks or none, so every rank sets the
+// engine up during the same call.
+func (c *Comm) useSpace(st *coll.State, ord int, block bool) error {
 	if ord < 0 {
 		st.UseDevice(false)
 		return nil
 	}
-	if ds := c.coll.dev; ds != nil {
-		if ds.ord != ord {
-			return fmt.Errorf("device collectives of this communicator run on GPU %d, not %d: %w", ds.ord, ord, ErrBuffer)
+	ds := c.coll.dev
+	if ds != nil && ds.ord != ord {
+		return fmt.Errorf("device collectives of this communicator run on GPU %d, not %d: %w", ds.ord, ord, ErrBuffer)
+	}
+	if ds == nil {
+		dev, err := gpuDevice(ord)
+		if err != nil {
+			return err
 		}
-		st.UseDevice(true)
-		return nil
+		mem, err := gpucoll.NewMem(dev)
+		if err != nil {
+			return err
+		}
+		ds = &devSpace{ord: ord, dev: dev, mem: mem}
+		c.coll.dev = ds
+		st.SetDevice(coll.Space{Comm: collDeviceComm{c.pc, ord}, Mem: mem})
 	}
-	dev, err := gpuDevice(ord)
-	if err != nil {
-		return err
+	if block && !ds.directTried {
+		ds.directTried = true
+		direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: ds.dev,
+			SameNode: oneNode, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs})
+		if err != nil {
+			return err
+		}
+		if direct != nil {
+			ds.direct = direct
+			st.SetDevice(coll.Space{Comm: collDeviceComm{c.pc, ord}, Mem: ds.mem, Direct: direct})
+		}
 	}
-	mem, err := gpucoll.NewMem(dev)
-	if err != nil {
-		return err
-	}
-	direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: dev,
-		SameNode: oneNode, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs})
-	if err != nil {
-		mem.Close()
-		return err
-	}
-	ds := &devSpace{ord: ord, mem: mem, direct: direct}
-	sp := coll.Space{Comm: collDeviceComm{c.pc, ord}, Mem: mem}
-	if direct != nil {
-		sp.Direct = direct
-	}
-	st.SetDevice(sp)
 	st.UseDevice(true)
-	c.coll.dev = ds
 	return nil
 }
 

@@ -443,6 +443,16 @@ func init() {
 func scenarioGPUCollLatency(w *Comm) error { return gpuCollLatency(w, 5000) }
 
 func gpuCollLatency(w *Comm, iters int) error {
+	// A blocking device collective first: it sets up the IPC-direct
+	// engine (nonblocking ones alone would run as schedules).
+	warm, err := AllocDevice[float32](1)
+	if err != nil {
+		return err
+	}
+	defer warm.Free()
+	if err := w.Allreduce(InPlace, warm, Sum); err != nil {
+		return err
+	}
 	for _, count := range []int{2, 256, 16384} {
 		send, err := toDevice(genSlice[float32](w.Rank(), count, false))
 		if err != nil {
@@ -488,11 +498,18 @@ func gpuCollLatency(w *Comm, iters int) error {
 		// calls in flight, then one wait for the batch.
 		const batch = 32
 		reqs := make([]*Request, batch)
+		outs := make([]*DeviceBuffer[float32], batch) // a receive buffer per call in flight (MPI's rule)
+		for i := range outs {
+			if outs[i], err = AllocDevice[float32](count); err != nil {
+				return err
+			}
+			defer outs[i].Free()
+		}
 		var tB2B time.Duration
 		for it := -4; it < iters/batch; it++ {
 			t0 := time.Now()
 			for i := range reqs {
-				if reqs[i], err = w.Iallreduce(send, recv, Sum); err != nil {
+				if reqs[i], err = w.Iallreduce(send, outs[i], Sum); err != nil {
 					return err
 				}
 			}
@@ -503,11 +520,13 @@ func gpuCollLatency(w *Comm, iters int) error {
 				tB2B += time.Since(t0)
 			}
 		}
-		if got, err = fromDevice(recv); err != nil {
-			return err
-		}
-		if err := sameElems(got, want); err != nil {
-			return fmt.Errorf("back to back: %w", err)
+		for _, o := range outs {
+			if got, err = fromDevice(o); err != nil {
+				return err
+			}
+			if err := sameElems(got, want); err != nil {
+				return fmt.Errorf("back to back: %w", err)
+			}
 		}
 		fmt.Printf("rank %d (GPU %d): allreduce %d B back to back (%d in flight): %.2f us per call\n", w.Rank(), must(CurrentDevice()), count*4,
 			batch, float64(tB2B.Nanoseconds())/float64(iters/batch*batch)/1e3)
@@ -607,4 +626,70 @@ func vTotal(n, count int) int {
 		t += c
 	}
 	return t
+}
+
+// TestDeviceNonblockingFirst: the first device collective of a
+// communicator may be nonblocking and must not wait for the other ranks to
+// start it: rank 0 starts an Iallreduce and then sends to rank 1, which
+// starts its Iallreduce only after receiving. The IPC-direct engine is set
+// up by the first blocking device collective that follows, on every rank.
+func TestDeviceNonblockingFirst(t *testing.T) {
+	useFake(t, fake.Options{Devices: 2, TotalMem: 1 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
+	directOnSharedGPUs = true
+	defer func() { directOnSharedGPUs = false }()
+	runInProcGPU(t, 2, gpupath.ModeAuto, func(w *Comm) error {
+		send, err := toDevice(genSlice[float32](w.Rank(), 100, false))
+		if err != nil {
+			return err
+		}
+		defer send.Free()
+		recv, err := AllocDevice[float32](100)
+		if err != nil {
+			return err
+		}
+		defer recv.Free()
+		token := []int32{7}
+		var r *Request
+		if w.Rank() == 0 {
+			if r, err = w.Iallreduce(send, recv, Sum); err != nil {
+				return err
+			}
+			if err := w.Send(Slice(token), 1, 3); err != nil {
+				return err
+			}
+		} else {
+			if _, err := w.Recv(Slice(token), 0, 3); err != nil {
+				return err
+			}
+			if r, err = w.Iallreduce(send, recv, Sum); err != nil {
+				return err
+			}
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		before := ReadCounters()
+		for range 3 { // blocking: sets the engine up, then uses it
+			if err := w.Allreduce(send, recv, Sum); err != nil {
+				return err
+			}
+		}
+		got, err := fromDevice(recv)
+		if err != nil {
+			return err
+		}
+		want := make([]float32, 100)
+		for k := range w.Size() {
+			for i, v := range genSlice[float32](k, 100, false) {
+				want[i] += v
+			}
+		}
+		if err := sameElems(got, want); err != nil {
+			return err
+		}
+		if after := ReadCounters(); after.DirectFused == before.DirectFused {
+			return fmt.Errorf("the blocking allreduces did not use the IPC-direct engine")
+		}
+		return nil
+	})
 }
