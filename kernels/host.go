@@ -173,6 +173,13 @@ func hostDirectDone(mem func(p uintptr, n int) ([]byte, error), a *DirectArgs) e
 	if a.Done&3 != 0 {
 		return fmt.Errorf("kernels: unaligned done word %#x", a.Done)
 	}
+	if a.Counter != 0 {
+		c, err := mem(a.Counter, 8)
+		if err != nil {
+			return err
+		}
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&c[4])), a.Target)
+	}
 	b, err := mem(a.Done, 4)
 	if err != nil {
 		return err
@@ -225,6 +232,15 @@ func hostDirectSync(mem func(p uintptr, n int) ([]byte, error), a *DirectArgs) e
 			return err
 		}
 		copy(dst, src)
+	}
+	if a.Counter != 0 {
+		// Every block of the launch at once: the arrival counter reaches
+		// its target.
+		c, err := mem(a.Counter, 8)
+		if err != nil {
+			return err
+		}
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&c[0])), a.Target)
 	}
 	word := func(p uintptr) (*uint32, error) {
 		if p&3 != 0 {

@@ -15,7 +15,7 @@ var ptxCompute80 []byte
 var cubinSM90 []byte
 
 // generatedFrom is the SHA-256 of the src/reduce.cu the images were built from.
-const generatedFrom = "1ecf391fb460a020256aa6c70cc0e2fa005418a8b7d8978bacf29d2845230c5d"
+const generatedFrom = "595fddf292b594d01781ff1001552565b9d8390636151cb305954cbc9d865d31"
 
 // generatedBy is the nvcc release that built the images.
 const generatedBy = "13.0"

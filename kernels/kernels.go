@@ -171,7 +171,7 @@ func LaunchDims(t dtype.Type, n uint64, sms int) (grid, block uint32) {
 }
 
 // DirectArgs is the one parameter of the gompix_direct kernels (struct
-// DirectArgs in reduce.cu: 336 bytes, 8-byte aligned). The kernel runs as
+// DirectArgs in reduce.cu: 344 bytes, 8-byte aligned). The kernel runs as
 // one block: it copies NCopy bytes from Src into Slot (this rank's staging
 // slot), writes Seq into every non-zero PeerFlag (this rank's flag in each
 // peer's region), waits until every non-zero MyFlag (each peer's flag in
@@ -194,10 +194,17 @@ type DirectArgs struct {
 	// Seq into once its output is written and fenced (zero: none): the
 	// host learns of completion by polling it, without a driver call.
 	Done uintptr
+	// Counter, for a launch of several blocks with a copy or flags, is two
+	// uint32 arrival counters in device memory, which every block
+	// increments (after its copy, after its output): the last block to
+	// arrive, seeing Target, signals the peers, and stores Done. Zero: a
+	// one-block launch.
+	Counter uintptr
+	Target  uint32
 }
 
 // DirectArgsSize is the size of DirectArgs' kernel layout.
-const DirectArgsSize = 336
+const DirectArgsSize = 344
 
 // Marshal writes a's kernel layout into b (len(b) >= DirectArgsSize).
 func (a *DirectArgs) Marshal(b []byte) {
@@ -216,7 +223,9 @@ func (a *DirectArgs) Marshal(b []byte) {
 		le.PutUint64(b[256+8*i:], uint64(a.Outs[i]))
 	}
 	le.PutUint64(b[320:], uint64(a.Done))
-	le.PutUint64(b[328:], 0)
+	le.PutUint64(b[328:], uint64(a.Counter))
+	le.PutUint32(b[336:], a.Target)
+	le.PutUint32(b[340:], 0)
 }
 
 // UnmarshalDirectArgs reads the kernel layout back.
@@ -237,5 +246,7 @@ func UnmarshalDirectArgs(b []byte) (DirectArgs, error) {
 		a.Outs[i] = uintptr(le.Uint64(b[256+8*i:]))
 	}
 	a.Done = uintptr(le.Uint64(b[320:]))
+	a.Counter = uintptr(le.Uint64(b[328:]))
+	a.Target = le.Uint32(b[336:])
 	return a, nil
 }

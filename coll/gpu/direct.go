@@ -121,6 +121,10 @@ type Direct struct {
 	region  cudadrv.DevicePtr   // this rank's flags and slots
 	peers   []cudadrv.DevicePtr // every rank's region as mapped here (own at r)
 	seq     uint32
+	// fusedBlocks is the blocks launched so far with arrival counters: the
+	// counters' target for the next such launch is fusedBlocks plus its
+	// grid (launches on the stream run one after another).
+	fusedBlocks uint32
 
 	handles *handleCache
 
@@ -713,8 +717,26 @@ func (d *Direct) enqueueFused(q *directReq) error {
 		return err
 	}
 	a.R = ra
-	return d.mod.launchDirect(d.stream, c.Op, c.Type, &a)
+	// One block per fusedBlockBytes of the larger of what it copies and
+	// what it reduces, up to maxFusedBlocks; several blocks meet on the
+	// arrival counters.
+	grid := uint32(1)
+	if work := max(int(a.NCopy), c.Count*esz*p); work > fusedBlockBytes {
+		grid = uint32(min((work+fusedBlockBytes-1)/fusedBlockBytes, maxFusedBlocks))
+		d.fusedBlocks += grid
+		a.Counter, a.Target = uintptr(d.region)+counterOff, d.fusedBlocks
+	}
+	return d.mod.launchDirect(d.stream, c.Op, c.Type, &a, grid)
 }
+
+// Multi-block fused launches: bytes of work per block, the most blocks (few
+// enough to be resident at once, as each waits for the peers), and the
+// arrival counters' place in the flag area.
+const (
+	fusedBlockBytes = 16 << 10
+	maxFusedBlocks  = 16
+	counterOff      = flagsBytes - 16
+)
 
 // chunk is rank i's share [off, off+n) of count elements, cut on 16-byte
 // boundaries so that the kernels' vector loads stay aligned.
@@ -759,7 +781,7 @@ func (d *Direct) enqueueMapped(q *directReq) error {
 				}
 			}
 			if a.R, err = kernels.NewReduceArgs(c.Op, uintptr(outs[r]+at), raw, uint64(cnt), c.Contributors); err == nil && cnt > 0 {
-				err = d.mod.launchDirect(d.stream, c.Op, c.Type, &a)
+				err = d.mod.launchDirect(d.stream, c.Op, c.Type, &a, 0)
 			}
 			break
 		}

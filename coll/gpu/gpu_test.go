@@ -60,7 +60,7 @@ func BenchmarkLaunchFloor(b *testing.B) {
 		b.Run(how, func(b *testing.B) {
 			start := time.Now()
 			for b.Loop() {
-				if err := mod.launchDirect(s, dtype.Sum, dtype.Float32, &a); err != nil {
+				if err := mod.launchDirect(s, dtype.Sum, dtype.Float32, &a, 1); err != nil {
 					b.Fatal(err)
 				}
 				switch how {

@@ -103,10 +103,10 @@ func (m *Module) LaunchReduce(s cudadrv.Stream, op dtype.Op, t dtype.Type, out c
 	return nil
 }
 
-// launchDirect enqueues the fused direct kernel of op on t with a: one
-// block when it copies or signals, a full grid for a plain (multi-output)
-// reduction (see kernels.DirectArgs).
-func (m *Module) launchDirect(s cudadrv.Stream, op dtype.Op, t dtype.Type, a *kernels.DirectArgs) error {
+// launchDirect enqueues the fused direct kernel of op on t with a on grid
+// blocks; grid 0 chooses: one block when it copies or signals, a full grid
+// for a plain (multi-output) reduction (see kernels.DirectArgs).
+func (m *Module) launchDirect(s cudadrv.Stream, op dtype.Op, t dtype.Type, a *kernels.DirectArgs, grid uint32) error {
 	name, err := kernels.Direct(op, t)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, dtype.ErrOp)
@@ -115,9 +115,11 @@ func (m *Module) launchDirect(s cudadrv.Stream, op dtype.Op, t dtype.Type, a *ke
 	if err != nil {
 		return err
 	}
-	grid := uint32(1) // a copy or flags: one block orders the copy before the signal
-	if a.NCopy == 0 && a.PeerFlag == [kernels.MaxInputs]uintptr{} && a.MyFlag == [kernels.MaxInputs]uintptr{} {
-		grid, _ = kernels.LaunchDims(t, a.R.N, m.sms)
+	if grid == 0 {
+		grid = 1 // a copy or flags: one block orders the copy before the signal
+		if a.NCopy == 0 && a.PeerFlag == [kernels.MaxInputs]uintptr{} && a.MyFlag == [kernels.MaxInputs]uintptr{} {
+			grid, _ = kernels.LaunchDims(t, a.R.N, m.sms)
+		}
 	}
 	if err := m.launchDirectArgs(s, f, grid, a); err != nil {
 		return err

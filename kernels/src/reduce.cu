@@ -14,7 +14,7 @@
 //   gompix_direct_<op>_<type>       one block: copy this rank's data into its
 //                                   staging slot, signal every peer, wait for
 //                                   every peer, reduce the peers' slots
-//                                   (struct DirectArgs, 336 bytes); or,
+//                                   (struct DirectArgs, 344 bytes); or,
 //                                   with no copy and no flags, any grid:
 //                                   a reduction stored to several outputs
 //   gompix_direct_gather            the same copy, signal and wait, then
@@ -319,38 +319,51 @@ struct DirectArgs {
     u32 seq;                         // offset 248: the call's sequence number
     u32 reduce;                      // offset 252: 0 = copy and signal only
     void *outs[GX_MAX_INPUTS];       // offset 256: more outputs for the result (null: none)
-    volatile u32 *done;              // offset 320: one-block launches: seq stored here at the end (null: none)
-    u64 pad;                         // offset 328
+    volatile u32 *done;              // offset 320: seq stored here once the output is written (null: none)
+    u32 *counter;                    // offset 328: two block-arrival counters (null: a one-block launch)
+    u32 target;                      // offset 336: both counters' value once every block of this launch arrived
+    u32 pad;                         // offset 340
 };
 
-__device__ __forceinline__ void block_copy(void *dst, const void *src, u64 n) {
+// grid_copy copies n bytes with every thread of the grid.
+__device__ __forceinline__ void grid_copy(void *dst, const void *src, u64 n) {
+    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
     u64 done = 0;
     if ((((u64)dst | (u64)src) & 15) == 0) {
         const u64 nv = n / 16;
-        for (u64 i = threadIdx.x; i < nv; i += blockDim.x)
+        for (u64 i = tid; i < nv; i += stride)
             ((vec16 *)dst)[i] = ((const vec16 *)src)[i];
         done = nv * 16;
     }
-    for (u64 i = done + threadIdx.x; i < n; i += blockDim.x)
+    for (u64 i = done + tid; i < n; i += stride)
         ((u8 *)dst)[i] = ((const u8 *)src)[i];
 }
 
-// With a copy or flags, launch one block (the signal must follow every
-// thread's copy); with neither, any grid: a reduction whose result is also
-// pushed into the outs (the mapped mode's reduce-scatter + allgather in one
-// pass).
+// With a copy or flags, launch one block, or several with counter set (the
+// last block to finish its copy signals for all; at most as many blocks as
+// can be resident at once, since each waits for the peers); with neither,
+// any grid: a reduction whose result is also pushed into the outs (the
+// mapped mode's reduce-scatter + allgather in one pass).
 __device__ __forceinline__ void direct_sync(const DirectArgs &a) {
     bool sync = a.ncopy != 0;
 #pragma unroll
     for (int j = 0; j < GX_MAX_INPUTS; j++) sync = sync || a.peer_flag[j] || a.my_flag[j];
     if (sync) {
-    block_copy(a.slot, a.src, a.ncopy);
+    grid_copy(a.slot, a.src, a.ncopy);
     __threadfence_system();  // each thread's copy reaches memory before the signal
     __syncthreads();
     if (threadIdx.x == 0) {
+        // Several blocks: the last to arrive (every other block's copy
+        // fenced before its arrival) signals for the launch.
+        bool last = true;
+        if (a.counter) last = atomicAdd(&a.counter[0], 1u) + 1u == a.target;
+        if (last) {
+            __threadfence_system();
 #pragma unroll
-        for (int j = 0; j < GX_MAX_INPUTS; j++)
-            if (a.peer_flag[j]) *(volatile u32 *)a.peer_flag[j] = a.seq;
+            for (int j = 0; j < GX_MAX_INPUTS; j++)
+                if (a.peer_flag[j]) *(volatile u32 *)a.peer_flag[j] = a.seq;
+        }
 #pragma unroll
         for (int j = 0; j < GX_MAX_INPUTS; j++)
             if (a.my_flag[j])
@@ -363,13 +376,16 @@ __device__ __forceinline__ void direct_sync(const DirectArgs &a) {
 
 // direct_done tells the host the call is complete: every thread's output
 // is written and fenced before seq reaches the host-mapped word, which the
-// host polls instead of waiting for the launch to retire. One-block
-// launches only (no grid-wide barrier otherwise).
+// host polls instead of waiting for the launch to retire. With several
+// blocks, the last block to finish stores it.
 __device__ __forceinline__ void direct_done(const DirectArgs &a) {
     if (!a.done) return;
     __threadfence_system();
     __syncthreads();
-    if (threadIdx.x == 0) *a.done = a.seq;
+    if (threadIdx.x != 0) return;
+    if (a.counter && atomicAdd(&a.counter[1], 1u) + 1u != a.target) return;
+    __threadfence_system();
+    *a.done = a.seq;
 }
 
 template <template <typename> class OP, typename T>
@@ -386,7 +402,7 @@ extern "C" __global__ void __launch_bounds__(GX_BLOCK) gompix_direct_gather(cons
     direct_sync(a);
     if (a.reduce)
         for (u32 j = 0; j < a.r.k && j < GX_MAX_INPUTS; j++)
-            if (a.r.in[j]) block_copy((u8 *)a.r.out + (u64)j * a.r.n, a.r.in[j], a.r.n);
+            if (a.r.in[j]) grid_copy((u8 *)a.r.out + (u64)j * a.r.n, a.r.in[j], a.r.n);
     direct_done(a);
 }
 
