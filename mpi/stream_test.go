@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,32 +59,7 @@ func runStreamFake(t *testing.T, n int, o fake.Options, sc scenario) {
 		o.TotalMem = 4 << 30
 	}
 	useFake(t, o, wireup.NoGPU)
-	f := inproc.NewFabric(n)
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	for r := 0; r < n; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			tr := gpupath.New(f.Transport(r), gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent})
-			defer tr.Close()
-			e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
-			if err := sc(newComm(e.World())); err != nil {
-				errc <- fmt.Errorf("rank %d: %w", r, err)
-			}
-		}(r)
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("in-process stream job hung")
-	}
-	close(errc)
-	for err := range errc {
-		t.Error(err)
-	}
+	runInProcGPU(t, n, gpupath.ModeAuto, sc)
 }
 
 // streamSetup makes a stream on the current device and a stream
@@ -996,24 +970,11 @@ func init() { scenarios["stream_multiplex"] = scenarioStreamMultiplex }
 // stream 1 A (one context for both would hand the first receive A). Bad
 // stream indices are errors.
 func scenarioStreamMultiplex(w *Comm) (err error) {
-	var ss []*Stream
-	for i := 0; i < 2; i++ {
-		s, err := NewStream()
-		if err != nil {
-			return err
-		}
-		ss = append(ss, s)
-	}
-	defer func() {
-		for _, s := range ss {
-			err = errors.Join(err, s.Synchronize(), s.Free())
-		}
-	}()
-	mc, err := w.StreamCommMultiplex(ss)
+	ss, mc, release, err := twoStreamMultiplex(w)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, mc.Free()) }()
+	defer func() { err = errors.Join(err, release()) }()
 	if mc.NumStreams() != 2 || mc.Stream(1) != ss[1] || mc.Stream(2) != nil {
 		return fmt.Errorf("multiplex streams: %d, %p", mc.NumStreams(), mc.Stream(1))
 	}
@@ -1157,24 +1118,11 @@ func TestStreamUCXFake(t *testing.T) {
 func TestStreamBoundedSelf(t *testing.T) {
 	useStreamEngine(t, stream.Config{Depth: 4})
 	runStreamFake(t, 1, fake.Options{}, func(w *Comm) (err error) {
-		var ss []*Stream
-		for i := 0; i < 2; i++ {
-			s, err := NewStream()
-			if err != nil {
-				return err
-			}
-			ss = append(ss, s)
-		}
-		defer func() {
-			for _, s := range ss {
-				err = errors.Join(err, s.Synchronize(), s.Free())
-			}
-		}()
-		mc, err := w.StreamCommMultiplex(ss)
+		ss, mc, release, err := twoStreamMultiplex(w)
 		if err != nil {
 			return err
 		}
-		defer func() { err = errors.Join(err, mc.Free()) }()
+		defer func() { err = errors.Join(err, release()) }()
 		const n = 16
 		bufs := make([][]int64, n)
 		errc := make(chan error, 1)
@@ -1218,4 +1166,28 @@ func TestStreamBoundedSelf(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// twoStreamMultiplex makes two streams and a multiplex communicator over
+// them (collective); release frees the communicator, then synchronises and
+// frees the streams.
+func twoStreamMultiplex(w *Comm) (ss []*Stream, mc *MultiplexComm, release func() error, err error) {
+	free := func() error {
+		var errs error
+		for _, s := range ss {
+			errs = errors.Join(errs, s.Synchronize(), s.Free())
+		}
+		return errs
+	}
+	for i := 0; i < 2; i++ {
+		s, err := NewStream()
+		if err != nil {
+			return nil, nil, nil, errors.Join(err, free())
+		}
+		ss = append(ss, s)
+	}
+	if mc, err = w.StreamCommMultiplex(ss); err != nil {
+		return nil, nil, nil, errors.Join(err, free())
+	}
+	return ss, mc, func() error { return errors.Join(mc.Free(), free()) }, nil
 }
