@@ -17,7 +17,7 @@ import (
 // lives here, in mpi's external test package, because only mpi's tests can
 // install the fake driver.)
 func TestStreamBenchmarksFake(t *testing.T) {
-	for _, name := range []string{"stream_latency", "stream_loop", "stream_loop_sync"} {
+	for _, name := range []string{"stream_latency", "stream_loop", "stream_loop_sync", "stream_allreduce"} {
 		for _, typ := range []string{"mpi_char", "mpi_float"} {
 			t.Run(name+"/"+typ, func(t *testing.T) {
 				b, ok := osu.Lookup(name)

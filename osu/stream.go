@@ -22,7 +22,11 @@ import (
 //   - stream_loop_sync: the same loop as an application without stream
 //     support writes it: kernel, stream synchronisation, blocking Sendrecv,
 //     kernel; microseconds per iteration, host clock.
+//   - stream_allreduce: AllreduceEnqueue (sum) back to back on the stream,
+//     timed with CUDA events, any number of ranks; compare with allreduce.
 func init() {
+	register(&Benchmark{name: "stream_allreduce", title: "Stream Enqueue Allreduce Latency Test", kind: kindLatency,
+		opts: optsLat, minRanks: 2, run: runStreamAllreduce})
 	register(&Benchmark{name: "stream_latency", title: "Stream Enqueue Latency Test", kind: kindLatency,
 		opts: optsLat, exactRanks: 2, run: runStreamLatency})
 	register(&Benchmark{name: "stream_loop", title: "Stream Enqueue Kernel-Exchange-Kernel Loop Test", kind: kindLatency,
@@ -251,6 +255,82 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 			return err
 		}
 		e.report(row{Size: size, Avg: st.Max[0], Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
+	}
+	return nil
+}
+
+// runStreamAllreduce: stream_allreduce. For each size, after a barrier,
+// each rank enqueues skip + iterations sum-allreduces of its send buffer
+// (every element rank+1) into its receive buffer, with timing events after
+// the warm-up and at the end; the latency is the events' elapsed time over
+// the iterations, averaged over ranks. -c checks every element of the last
+// result: n(n+1)/2.
+func runStreamAllreduce(e *env) (err error) {
+	se, err := newStreamEnv(e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = se.close(err) }()
+	maxCount := e.count(e.o.MaxSize)
+	sbuf, err := se.alloc(e.dt, e.o.Src, maxCount)
+	if err != nil {
+		return err
+	}
+	rbuf, err := se.alloc(e.dt, e.o.Src, maxCount)
+	if err != nil {
+		return err
+	}
+	start, err := se.s.NewEvent(true)
+	if err != nil {
+		return err
+	}
+	defer start.Free()
+	end, err := se.s.NewEvent(true)
+	if err != nil {
+		return err
+	}
+	defer end.Free()
+	mine := int64(e.rank + 1)
+	total := int64(e.n * (e.n + 1) / 2)
+	for _, size := range e.sizes() {
+		cnt := e.count(size)
+		iters, skip := e.o.iterationsFor(size)
+		s, r := sbuf.View(cnt), rbuf.View(cnt)
+		sbuf.Fill(cnt, func(int) int64 { return mine })
+		rbuf.Fill(cnt, func(int) int64 { return 0 })
+		if err := barrier(e.c); err != nil {
+			return err
+		}
+		for i := 0; i < iters+skip; i++ {
+			if i == skip {
+				if err := se.s.Record(start); err != nil {
+					return err
+				}
+			}
+			if err := se.sc.AllreduceEnqueue(s, r, mpi.Sum); err != nil {
+				return err
+			}
+		}
+		if err := se.s.Record(end); err != nil {
+			return err
+		}
+		if err := se.s.Synchronize(); err != nil {
+			return err
+		}
+		elapsed, err := mpi.Elapsed(start, end)
+		if err != nil {
+			return err
+		}
+		errs := 0
+		if e.o.Validate {
+			errs = rbuf.Check(cnt, func(int) int64 { return total })
+		}
+		lat := micros(elapsed) / float64(iters)
+		st, err := combine(e.c, lat, float64(errs))
+		if err != nil {
+			return err
+		}
+		e.report(row{Size: size, Avg: st.Sum[0] / float64(e.n), Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
 	}
 	return nil
 }
