@@ -97,11 +97,21 @@ func deviceBytes(b Buffer) ([]byte, error) {
 // a nonblocking call must not wait for its peers to start (MPI lets a rank
 // start an Iallreduce and then, say, send to a peer that calls the
 // Iallreduce only after receiving). Device collectives before the first
-// blocking one run as schedules. Every rank makes the same calls in the same
-// order with device buffers on all ranks or none, so every rank sets the
-// engine up during the same call.
+// blocking collective (device or host) that follows a device one run as
+// schedules. Every rank makes the same calls in the same order with device
+// buffers on all ranks or none, so every rank sets the engine up during the
+// same call.
 func (c *Comm) useSpace(st *coll.State, ord int, block bool) error {
 	if ord < 0 {
+		// A blocking host collective (a barrier, typically) after
+		// nonblocking device ones sets the engine up too, so that a
+		// program whose device collectives are all nonblocking (OSU's
+		// iallreduce, an overlapping training loop) still gets it.
+		if ds := c.coll.dev; block && ds != nil && !ds.directTried {
+			if err := c.setupDirect(st, ds); err != nil {
+				return err
+			}
+		}
 		st.UseDevice(false)
 		return nil
 	}
@@ -123,18 +133,27 @@ func (c *Comm) useSpace(st *coll.State, ord int, block bool) error {
 		st.SetDevice(coll.Space{Comm: collDeviceComm{c.pc, ord}, Mem: mem})
 	}
 	if block && !ds.directTried {
-		ds.directTried = true
-		direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: ds.dev,
-			SameNode: oneNode, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs})
-		if err != nil {
+		if err := c.setupDirect(st, ds); err != nil {
 			return err
-		}
-		if direct != nil {
-			ds.direct = direct
-			st.SetDevice(coll.Space{Comm: collDeviceComm{c.pc, ord}, Mem: ds.mem, Direct: direct})
 		}
 	}
 	st.UseDevice(true)
+	return nil
+}
+
+// setupDirect runs the IPC-direct engine's collective set-up (once per
+// communicator, during a blocking collective on every rank).
+func (c *Comm) setupDirect(st *coll.State, ds *devSpace) error {
+	ds.directTried = true
+	direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: ds.dev,
+		SameNode: oneNode, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs})
+	if err != nil {
+		return err
+	}
+	if direct != nil {
+		ds.direct = direct
+		st.SetDevice(coll.Space{Comm: collDeviceComm{c.pc, ds.ord}, Mem: ds.mem, Direct: direct})
+	}
 	return nil
 }
 

@@ -632,7 +632,8 @@ func vTotal(n, count int) int {
 // communicator may be nonblocking and must not wait for the other ranks to
 // start it: rank 0 starts an Iallreduce and then sends to rank 1, which
 // starts its Iallreduce only after receiving. The IPC-direct engine is set
-// up by the first blocking device collective that follows, on every rank.
+// up by the first blocking collective that follows (a host barrier here),
+// on every rank, and serves the nonblocking calls after it.
 func TestDeviceNonblockingFirst(t *testing.T) {
 	useFake(t, fake.Options{Devices: 2, TotalMem: 1 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
 	directOnSharedGPUs = true
@@ -669,8 +670,16 @@ func TestDeviceNonblockingFirst(t *testing.T) {
 			return err
 		}
 		before := ReadCounters()
-		for range 3 { // blocking: sets the engine up, then uses it
-			if err := w.Allreduce(send, recv, Sum); err != nil {
+		// A host barrier sets the engine up; the nonblocking device calls
+		// after it use it.
+		if err := w.Barrier(); err != nil {
+			return err
+		}
+		for range 3 {
+			if r, err = w.Iallreduce(send, recv, Sum); err != nil {
+				return err
+			}
+			if _, err := r.Wait(); err != nil {
 				return err
 			}
 		}
@@ -688,7 +697,7 @@ func TestDeviceNonblockingFirst(t *testing.T) {
 			return err
 		}
 		if after := ReadCounters(); after.DirectFused == before.DirectFused {
-			return fmt.Errorf("the blocking allreduces did not use the IPC-direct engine")
+			return fmt.Errorf("the allreduces after the barrier did not use the IPC-direct engine")
 		}
 		return nil
 	})
