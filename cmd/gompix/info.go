@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	gpucoll "github.com/gompix/gompix/coll/gpu"
+	"github.com/gompix/gompix/kernels"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 	"io"
@@ -97,6 +99,7 @@ func writeInfo(w io.Writer) error {
 		}
 	}
 	writeGPUPaths(w, ucxCUDA)
+	writeGPUCollectives(w)
 	fmt.Fprintln(w, "Configuration (GOMPIX_*):")
 	for _, v := range config.Vars() {
 		fmt.Fprintf(w, "  %s=%s\n      %s (currently %q)\n", v.Name, v.Default, v.Description, v.Raw())
@@ -124,4 +127,21 @@ func writeGPUPaths(w io.Writer, ucxCUDA bool) {
 			fmt.Fprintf(w, "  %-20s %9d B: %s (%s)\n", peer.name, n, p, why)
 		}
 	}
+}
+
+// writeGPUCollectives says how collectives on device buffers run under the
+// current configuration (docs/gpu-collectives.md).
+func writeGPUCollectives(w io.Writer) {
+	st := gpucoll.CurrentSettings()
+	fmt.Fprintln(w, "GPU collectives (device buffers):")
+	if st.Direct == "off" {
+		fmt.Fprintln(w, "  IPC-direct engine off (GOMPIX_GPU_COLL_DIRECT=off): message schedules over the GPU point-to-point paths, reductions in device kernels")
+		return
+	}
+	fmt.Fprintf(w, "  ranks on this node, one GPU each, up to %d: IPC-direct engine, set up by the first blocking collective after a device one\n", kernels.MaxInputs)
+	fmt.Fprintf(w, "    up to %d B exposed: one fused kernel (GOMPIX_GPU_COLL_FUSED)\n", min(st.Fused, st.Staging))
+	fmt.Fprintf(w, "    up to %d B: pre-mapped staging slots (GOMPIX_GPU_COLL_STAGING)\n", st.Staging)
+	fmt.Fprintf(w, "    beyond: the user's buffers mapped through IPC handles; allreduce form %s (GOMPIX_GPU_COLL_ALLREDUCE_MAPPED)\n", st.Mapped)
+	fmt.Fprintf(w, "    flags: %s (GOMPIX_GPU_COLL_FLAGS)\n", st.Flags)
+	fmt.Fprintln(w, "  otherwise (other nodes, shared GPUs, more ranks): message schedules over the GPU point-to-point paths, reductions in device kernels")
 }

@@ -56,6 +56,28 @@ var (
 		"how the IPC-direct collectives' streams write and await flags: memops (cuStreamWriteValue32/cuStreamWaitValue32), kernels (one-thread flag kernels), or auto (memops where the device supports them)")
 )
 
+// Settings is the IPC-direct engines' configuration as the environment sets
+// it now (for `gompix info`); an unparsable number reads as its default.
+type Settings struct {
+	Direct  string // auto or off
+	Fused   int    // bytes up to which a call is one fused kernel
+	Staging int    // bytes per staging slot
+	Mapped  string // push or pull
+	Flags   string // auto, memops or kernels
+}
+
+// CurrentSettings reads Settings from the environment.
+func CurrentSettings() Settings {
+	num := func(v *registry.Int, def int) int {
+		if n, err := v.Get(); err == nil && n >= 0 {
+			return n
+		}
+		return def
+	}
+	return Settings{Direct: varDirect.Get(), Fused: num(varFused, 64<<10), Staging: num(varStaging, 1<<20),
+		Mapped: varMapped.Get(), Flags: varFlags.Get()}
+}
+
 // Vars lists the package's configuration variables.
 func Vars() []registry.Var {
 	return []registry.Var{varStaging.Var, varFused.Var, varMapped.Var, varDirect.Var, varFlags.Var}
