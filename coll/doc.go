@@ -8,8 +8,11 @@
 // coll sits above point-to-point and below package mpi (DESIGN.md §1). It
 // defines the interface it consumes (Comm, Request) and imports only
 // internal/dtype and the standard library; the pt2pt engine and the
-// in-process transport of coll/colltest implement Comm. Device kernels will
-// plug in through Mem (DESIGN.md §7) without coll importing them.
+// in-process transport of coll/colltest implement Comm. Device memory plugs
+// in through a second Space (SetDevice, UseDevice): its Mem runs the local
+// steps as device kernels and its Comm posts device-memory messages, and
+// its optional Direct engine runs whole collectives on IPC-mapped peer
+// memory; package coll/gpu provides both, without coll importing it.
 //
 // # Design
 //
@@ -25,8 +28,9 @@
 //
 // Steps name buffers symbolically (the caller's send buffer, receive buffer,
 // or the schedule's scratch space, plus an offset and a length), and reduce,
-// copy and scale steps go through Mem; that is where device memory and
-// device reduction kernels will attach.
+// copy and scale steps go through the active Space's Mem; that is where
+// device memory and the device reduction kernels attach. For device calls
+// the byte slices are views of device memory that nothing here reads.
 //
 // A catalog (Catalog) lists the algorithms with their restrictions; Select
 // picks one from the collective, the message size, the number of ranks and

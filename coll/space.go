@@ -78,7 +78,7 @@ func (s *State) space() (Comm, Mem) {
 // startDirect runs a device call through the space's Direct engine when the
 // selection (or GOMPIX_<COLL>_ALGORITHM) picks it and the engine supports
 // the call; ok reports whether it did (or failed trying).
-func (s *State) startDirect(b *builder, bytes int, send, recv []byte, tag int) (r Request, ok bool, err error) {
+func (s *State) startDirect(b *builder, send, recv []byte, tag int) (r Request, ok bool, err error) {
 	if !s.onDev || s.dev.Direct == nil {
 		return nil, false, nil
 	}

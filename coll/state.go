@@ -73,7 +73,7 @@ func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Reques
 	if err := s.checkSpace(b); err != nil {
 		return nil, err
 	}
-	if r, ok, err := s.startDirect(b, bytes, send, recv, tag); ok {
+	if r, ok, err := s.startDirect(b, send, recv, tag); ok {
 		return r, err
 	}
 	pl, err := s.plan(b, bytes)

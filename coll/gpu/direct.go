@@ -459,7 +459,7 @@ func (d *Direct) pump() {
 			ok, err := q.exchanged()
 			if err != nil {
 				d.queue = d.queue[1:]
-				q.failLocked(err)
+				q.finishLocked(err)
 				continue
 			}
 			if !ok {
@@ -472,7 +472,7 @@ func (d *Direct) pump() {
 		// lone blocking call never pays for an event).
 		if l := d.last; l != nil && l.ev == 0 && !l.done {
 			if err := d.recordLocked(l); err != nil {
-				l.failLocked(err)
+				l.finishLocked(err)
 			}
 		}
 		var err error
@@ -485,7 +485,7 @@ func (d *Direct) pump() {
 			err = d.enqueueMapped(q)
 		}
 		if err != nil {
-			q.failLocked(err)
+			q.finishLocked(err)
 			continue
 		}
 		q.enqueued = true
@@ -980,9 +980,6 @@ func (q *directReq) spinFused() bool {
 	}
 	return false
 }
-
-// failLocked ends a call that could not be (fully) enqueued.
-func (q *directReq) failLocked(err error) { q.finishLocked(err) }
 
 // finishLocked ends the call. d.mu held.
 func (q *directReq) finishLocked(err error) {
