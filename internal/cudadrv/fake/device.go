@@ -476,7 +476,7 @@ func (v *device) EventRecord(e cudadrv.Event, s cudadrv.Stream) error {
 	ev.mu.Unlock()
 	return st.enqueue("cuEventRecord", func() error {
 		rec.at = time.Now()
-		close(rec.done)
+		st.post = func() { close(rec.done) } // after the stream counts this op done
 		return nil
 	})
 }

@@ -241,6 +241,7 @@ type stream struct {
 	enq, done uint64
 	err       error // first asynchronous error; reported by Synchronize and Query
 	destroyed bool
+	post      func() // set by an op, run by the stream goroutine after counting it done
 }
 
 func (d *Driver) newStream(dev int) *stream {
@@ -260,6 +261,13 @@ func (s *stream) run() {
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
+		// An event recorded by op completes only now, once the stream
+		// counts op as done: whoever sees the event complete then also
+		// sees the stream idle (StreamQuery), as on the real driver.
+		if post := s.post; post != nil {
+			s.post = nil
+			post()
+		}
 	}
 }
 
