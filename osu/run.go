@@ -267,7 +267,7 @@ func Usage(w io.Writer, b *Benchmark) {
 		fmt.Fprintf(w, "SRC and DST may be `D', `H', 'MD'or 'MH' which specifies whether\n")
 		fmt.Fprintf(w, "the buffer is allocated on the accelerator device memory, host\n")
 		fmt.Fprintf(w, "memory or using CUDA Unified Memory allocated on device or host\n")
-		fmt.Fprintf(w, "respectively for each mpi rank (gompix: host only for now)\n\n")
+		fmt.Fprintf(w, "respectively for each mpi rank (gompix: H and D; managed memory is refused)\n\n")
 	} else {
 		fmt.Fprintf(w, "Usage: %s [options]\n", b.Binary())
 	}
