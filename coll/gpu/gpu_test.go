@@ -160,3 +160,70 @@ func TestDirectRefusesSharedGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestHandleCache: exported handles are cached per allocation id; opened
+// peer allocations are shared while held, and beyond maxMappings the least
+// recently used idle ones are closed, never one still held.
+func TestHandleCache(t *testing.T) {
+	drv := fake.New(fake.Options{Devices: 2})
+	defer drv.Close()
+	a, _ := drv.Device(0)
+	b, _ := drv.Device(1)
+	exp := newHandleCache(a)
+	imp := newHandleCache(b)
+	var ptrs []cudadrv.DevicePtr
+	defer func() {
+		for _, p := range ptrs {
+			a.MemFree(p)
+		}
+	}()
+	held, err := func() (*mapping, error) {
+		p, err := a.MemAlloc(4096)
+		if err != nil {
+			return nil, err
+		}
+		ptrs = append(ptrs, p)
+		h, off, id, err := exp.export(p + 128)
+		if err != nil || off != 128 {
+			return nil, fmt.Errorf("export: offset %d, %v", off, err)
+		}
+		return imp.open(0, id, h)
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < maxMappings+10; i++ {
+		p, err := a.MemAlloc(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptrs = append(ptrs, p)
+		h, _, id, err := exp.export(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := imp.open(0, id, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := imp.open(0, id, h)
+		if err != nil || again != m {
+			t.Fatalf("second open of one allocation: %v, %v", again == m, err)
+		}
+		imp.release(m)
+		imp.release(again)
+	}
+	if n := len(imp.maps); n > maxMappings {
+		t.Fatalf("%d mappings open, bound %d", n, maxMappings)
+	}
+	if imp.maps[held.key] != held {
+		t.Fatal("a held mapping was evicted")
+	}
+	if err := b.MemcpyHtoD(held.base, make([]byte, 8)); err != nil {
+		t.Fatalf("held mapping unusable: %v", err)
+	}
+	imp.release(held)
+	if err := imp.closeAll(); err != nil {
+		t.Fatal(err)
+	}
+}
