@@ -32,6 +32,8 @@ type state struct {
 	client *wireup.Client
 	engine *pt2pt.Engine
 	world  *Comm
+	// stopProfile ends GOMPIX_CPUPROFILE's profile (nil when off).
+	stopProfile func() error
 }
 
 var (
@@ -54,6 +56,13 @@ func Init() error {
 	}
 	s, err := start()
 	if err != nil {
+		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
+	}
+	if s.stopProfile, err = startProfile(s.env.Rank); err != nil {
+		s.engine.Close()
+		if s.client != nil {
+			s.client.Close()
+		}
 		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
 	}
 	cur = s
@@ -176,6 +185,11 @@ func Finalize() error {
 	cur = nil
 	finalized = true
 	err := s.engine.Close()
+	if s.stopProfile != nil {
+		if perr := s.stopProfile(); err == nil {
+			err = perr
+		}
+	}
 	if s.client != nil {
 		if cerr := s.client.Close(); err == nil {
 			err = cerr
