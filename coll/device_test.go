@@ -356,15 +356,21 @@ var devVars = map[string]string{}
 
 // TestDeviceEveryOpType runs every device-supported (op, type) pair through
 // the IPC-direct allreduce (staged and mapped modes, the mapped mode's push
-// and pull forms) and the ring schedule.
+// and pull forms, flags by memops and by kernels) and the ring schedule.
 func TestDeviceEveryOpType(t *testing.T) {
 	drv := devWorld(t)
-	for _, name := range []string{coll.DirectName, coll.DirectName + "/pull", "ring"} {
-		alg, _ := coll.Lookup(coll.Allreduce, strings.TrimSuffix(name, "/pull"))
+	variants := map[string]map[string]string{
+		coll.DirectName:                 nil,
+		coll.DirectName + "/pull":       {"GOMPIX_GPU_COLL_ALLREDUCE_MAPPED": "pull"},
+		coll.DirectName + "/flagkernel": {"GOMPIX_GPU_COLL_FLAGS": "kernels"},
+		"ring":                          nil,
+	}
+	for name, vars := range variants {
+		alg, _ := coll.Lookup(coll.Allreduce, strings.Split(name, "/")[0])
 		t.Run(name, func(t *testing.T) {
-			if strings.HasSuffix(name, "/pull") {
-				devVars["GOMPIX_GPU_COLL_ALLREDUCE_MAPPED"] = "pull"
-				defer delete(devVars, "GOMPIX_GPU_COLL_ALLREDUCE_MAPPED")
+			for k, v := range vars {
+				devVars[k] = v
+				defer delete(devVars, k)
 			}
 			r := rand.New(rand.NewPCG(seedOf(name), 12))
 			opts := forced(t, alg)

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/pt2pt"
 )
 
@@ -42,15 +41,12 @@ type Engine struct {
 	mu     sync.Mutex
 	queues []*Queue
 	closed bool
-
-	modMu sync.Mutex                 // held while loading: not e.mu, which the progress goroutine takes
-	mods  map[cudadrv.Device]*module // kernels per device, loaded on first use
 }
 
 // NewEngine starts an engine and its progress goroutine.
 func NewEngine(cfg Config) *Engine {
 	e := &Engine{cfg: cfg.withDefaults(), wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		done: make(chan struct{}), mods: map[cudadrv.Device]*module{}}
+		done: make(chan struct{})}
 	go e.loop()
 	return e
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	gpucoll "github.com/gompix/gompix/coll/gpu"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,7 @@ type Queue struct {
 	s      cudadrv.Stream
 	signal Signal // SignalMemOps or SignalKernels once created
 	depth  int
-	fn     *module // flag kernels, on the kernel path
+	flags  *gpucoll.Flags // writes "reached" and waits for "go" on s
 
 	host       unsafe.Pointer // pinned flag page (HostAlloc)
 	reached    *uint32
@@ -46,7 +47,6 @@ type Queue struct {
 	// enqueuer blocked in the driver on a full CUDA stream cannot stop the
 	// releases that will unblock it.
 	issueMu sync.Mutex
-	args    cudadrv.KernelArgs // guarded by issueMu
 
 	mu        sync.Mutex
 	space     *sync.Cond // an operation left ops, or the queue closed
@@ -94,23 +94,15 @@ func (e *Engine) NewQueue(dev cudadrv.Device, s cudadrv.Stream) (*Queue, error) 
 		return nil, fmt.Errorf("stream: flag memory: %w", err)
 	}
 	q.reachedDev, q.goDev = base+4*flagReached, base+4*flagGo
-	q.signal = e.cfg.Signal
-	if q.signal == SignalAuto {
-		switch err := dev.StreamWriteValue32(s, base+4*flagProbe, 1); {
-		case err == nil:
-			q.signal = SignalMemOps
-		case errors.Is(err, cudadrv.ErrNotSupported):
-			q.signal = SignalKernels
-		default:
-			dev.HostFree(p)
-			return nil, fmt.Errorf("stream: probing stream memory operations: %w", err)
-		}
+	mode := map[Signal]gpucoll.FlagMode{SignalAuto: gpucoll.FlagsAuto, SignalMemOps: gpucoll.FlagsMemOps,
+		SignalKernels: gpucoll.FlagsKernels}[e.cfg.Signal]
+	if q.flags, err = gpucoll.NewFlags(dev, s, base+4*flagProbe, mode); err != nil {
+		dev.HostFree(p)
+		return nil, fmt.Errorf("stream: %w", err)
 	}
-	if q.signal == SignalKernels {
-		if q.fn, err = e.module(dev); err != nil {
-			dev.HostFree(p)
-			return nil, err
-		}
+	q.signal = SignalKernels
+	if q.flags.MemOps() {
+		q.signal = SignalMemOps
 	}
 	if err := e.add(q); err != nil {
 		dev.HostFree(p)
@@ -219,26 +211,10 @@ func (q *Queue) Enqueue(op Op) error {
 }
 
 // write issues "reached = seq" on the stream.
-func (q *Queue) write(seq uint32) error {
-	if q.signal == SignalMemOps {
-		return q.dev.StreamWriteValue32(q.s, q.reachedDev, seq)
-	}
-	return q.launchFlag(q.fn.write, q.reachedDev, seq)
-}
+func (q *Queue) write(seq uint32) error { return q.flags.Write(q.s, q.reachedDev, seq) }
 
 // wait issues "wait until go >= seq" on the stream.
-func (q *Queue) wait(seq uint32) error {
-	if q.signal == SignalMemOps {
-		return q.dev.StreamWaitValue32(q.s, q.goDev, seq, cudadrv.WaitGEQ)
-	}
-	return q.launchFlag(q.fn.wait, q.goDev, seq)
-}
-
-func (q *Queue) launchFlag(f cudadrv.Function, flag cudadrv.DevicePtr, v uint32) error {
-	q.args.Reset()
-	q.args.Ptr(flag).U32(v)
-	return q.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(1), 0, q.s, &q.args)
-}
+func (q *Queue) wait(seq uint32) error { return q.flags.Wait(q.s, q.goDev, seq) }
 
 // reachedBy reports whether the stream has got to operation seq, given the
 // last value it wrote (wrap-aware).

@@ -131,15 +131,16 @@ type DirectConfig struct {
 
 // Direct is the IPC-direct engine of one communicator.
 type Direct struct {
-	host    coll.Comm
-	dev     cudadrv.Device
-	mod     *Module
-	rank, p int
-	slot    int  // bytes per staging slot
-	fused   int  // bytes up to which reductions run as one fused kernel
-	memops  bool // flags by stream memory operations (else flag kernels)
-	push    bool // mapped allreduce: one reduce-and-push kernel (else reduce-scatter, barrier, pulls)
-	shared  bool // ranks may share a GPU (DirectConfig.SharedDevices)
+	host     coll.Comm
+	dev      cudadrv.Device
+	mod      *Module
+	rank, p  int
+	slot     int      // bytes per staging slot
+	fused    int      // bytes up to which reductions run as one fused kernel
+	flagMode FlagMode // GOMPIX_GPU_COLL_FLAGS
+	flags    *Flags   // how the stream writes and awaits flags (set up in setup)
+	push     bool     // mapped allreduce: one reduce-and-push kernel (else reduce-scatter, barrier, pulls)
+	shared   bool     // ranks may share a GPU (DirectConfig.SharedDevices)
 
 	stream cudadrv.Stream
 	// done is a host-mapped word the fused kernels store their sequence
@@ -210,9 +211,15 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 		return nil, err
 	}
 	slot = (slot + 255) &^ 255
-	memops := get(varFlags) != "kernels" // auto: memops unless set-up finds them unsupported
+	flagMode := FlagsAuto
+	switch get(varFlags) {
+	case "memops":
+		flagMode = FlagsMemOps
+	case "kernels":
+		flagMode = FlagsKernels
+	}
 	push := get(varMapped) != "pull"
-	d := &Direct{shared: cfg.SharedDevices, host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), memops: memops, push: push,
+	d := &Direct{shared: cfg.SharedDevices, host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), flagMode: flagMode, push: push,
 		peers: make([]cudadrv.DevicePtr, p), handles: newHandleCache(cfg.Device)}
 	ok, err := d.setup(cfg.Tag)
 	if err != nil || !ok {
@@ -254,17 +261,9 @@ func (d *Direct) setup(tag int) (bool, error) {
 			if err == nil {
 				h, err = d.dev.IpcGetMemHandle(d.region)
 			}
-			if err == nil && d.memops {
-				// Drivers without stream memory operations say so here;
-				// the flag kernels do the same job a little slower.
-				spare := d.region + flagsBytes - 4
-				if e := d.dev.StreamWriteValue32(d.stream, spare, 0); errors.Is(e, cudadrv.ErrNotSupported) {
-					d.memops = false
-				} else if e == nil {
-					err = d.dev.StreamSynchronize(d.stream)
-				} else {
-					err = e
-				}
+			if err == nil {
+				// The probe word is the flag area's last, which no flag uses.
+				d.flags, err = NewFlags(d.dev, d.stream, d.region+flagsBytes-4, d.flagMode)
 			}
 		}
 	}

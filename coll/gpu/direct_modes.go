@@ -19,7 +19,7 @@ func (d *Direct) barrier(phase int, s uint32) error {
 		if i == d.rank {
 			continue
 		}
-		if err := d.writeFlag(d.peers[i]+cudadrv.DevicePtr(flagOff(phase, d.rank)), s); err != nil {
+		if err := d.flags.Write(d.stream, d.peers[i]+cudadrv.DevicePtr(flagOff(phase, d.rank)), s); err != nil {
 			return err
 		}
 	}
@@ -27,35 +27,11 @@ func (d *Direct) barrier(phase int, s uint32) error {
 		if i == d.rank {
 			continue
 		}
-		if err := d.waitFlag(d.region+cudadrv.DevicePtr(flagOff(phase, i)), s); err != nil {
+		if err := d.flags.Wait(d.stream, d.region+cudadrv.DevicePtr(flagOff(phase, i)), s); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (d *Direct) writeFlag(addr cudadrv.DevicePtr, v uint32) error {
-	if d.memops {
-		return d.dev.StreamWriteValue32(d.stream, addr, v)
-	}
-	return d.flagKernel(kernels.WriteFlag, addr, v)
-}
-
-func (d *Direct) waitFlag(addr cudadrv.DevicePtr, v uint32) error {
-	if d.memops {
-		return d.dev.StreamWaitValue32(d.stream, addr, v, cudadrv.WaitGEQ)
-	}
-	return d.flagKernel(kernels.WaitFlag, addr, v)
-}
-
-func (d *Direct) flagKernel(name string, addr cudadrv.DevicePtr, v uint32) error {
-	f, err := d.mod.function(name)
-	if err != nil {
-		return err
-	}
-	var args cudadrv.KernelArgs // gompix_wait_flag / gompix_write_flag(u32 *flag, u32 value)
-	args.U64(uint64(addr)).U32(v)
-	return d.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(1), 0, d.stream, &args)
 }
 
 // copyAsync enqueues a device copy (either side may be a peer's mapped

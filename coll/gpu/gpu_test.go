@@ -227,3 +227,67 @@ func TestHandleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlags: FlagsAuto takes stream memory operations where the driver has
+// them and the flag kernels where it answers not supported; either way a
+// stream waiting on a flag runs on once another stream writes it.
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		noMemOps bool
+		mode     FlagMode
+		memops   bool
+	}{
+		{"auto/memops", false, FlagsAuto, true},
+		{"auto/unsupported", true, FlagsAuto, false},
+		{"kernels", false, FlagsKernels, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drv := fake.New(fake.Options{Devices: 1, Kernels: kernels.HostKernel, NoStreamMemOps: tc.noMemOps})
+			defer drv.Close()
+			dev, _ := drv.Device(0)
+			s1, _ := dev.StreamCreate()
+			s2, _ := dev.StreamCreate()
+			defer dev.StreamDestroy(s1)
+			defer dev.StreamDestroy(s2)
+			p, err := dev.MemAlloc(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dev.MemFree(p)
+			if err := dev.MemcpyHtoD(p, make([]byte, 64)); err != nil {
+				t.Fatal(err)
+			}
+			f, err := NewFlags(dev, s1, p+60, tc.mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.MemOps() != tc.memops {
+				t.Fatalf("MemOps() = %v, want %v", f.MemOps(), tc.memops)
+			}
+			// s1 waits for flag >= 2, then writes a marker; s2 writes 2.
+			if err := f.Wait(s1, p, 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Write(s1, p+4, 7); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := dev.StreamQuery(s1); ok {
+				t.Fatal("stream ran past an unsatisfied wait")
+			}
+			if err := f.Write(s2, p, 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.StreamSynchronize(s1); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 8)
+			if err := dev.MemcpyDtoH(got, p); err != nil {
+				t.Fatal(err)
+			}
+			if got[0] != 2 || got[4] != 7 {
+				t.Fatalf("flags %v", got)
+			}
+		})
+	}
+}

@@ -147,3 +147,15 @@ func (m *Module) launchDirectArgs(s cudadrv.Stream, f cudadrv.Function, grid uin
 	args.Struct(raw[:], kernels.ReduceArgsAlign)
 	return m.dev.LaunchKernel(f, cudadrv.D1(grid), cudadrv.D1(kernels.BlockSize), 0, s, &args)
 }
+
+// launchFlag enqueues the one-thread flag kernel name (kernels.WaitFlag or
+// kernels.WriteFlag: u32 *flag, u32 value) on s.
+func (m *Module) launchFlag(s cudadrv.Stream, name string, addr cudadrv.DevicePtr, v uint32) error {
+	f, err := m.function(name)
+	if err != nil {
+		return err
+	}
+	var args cudadrv.KernelArgs
+	args.U64(uint64(addr)).U32(v)
+	return m.dev.LaunchKernel(f, cudadrv.D1(1), cudadrv.D1(1), 0, s, &args)
+}
