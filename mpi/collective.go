@@ -56,17 +56,15 @@ func (a collComm) Rank() int { return a.pc.Rank() }
 func (a collComm) Size() int { return a.pc.Size() }
 
 func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	r, err := a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag)
-	if err != nil {
-		return nil, err
-	}
-	q := collMsgs.Get().(*collMsg)
-	q.r = r
-	return q, nil
+	return newCollMsg(a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag))
 }
 
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	r, err := a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag)
+	return newCollMsg(a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag))
+}
+
+// newCollMsg wraps a posted message for coll (from the pool).
+func newCollMsg(r pt2pt.Request, err error) (coll.Request, error) {
 	if err != nil {
 		return nil, err
 	}

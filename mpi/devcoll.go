@@ -210,23 +210,11 @@ func (a collDeviceComm) devMem(buf []byte) pt2pt.Mem {
 }
 
 func (a collDeviceComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	r, err := a.pc.PostIsendColl(a.devMem(buf), dest, tag)
-	if err != nil {
-		return nil, err
-	}
-	q := collMsgs.Get().(*collMsg)
-	q.r = r
-	return q, nil
+	return newCollMsg(a.pc.PostIsendColl(a.devMem(buf), dest, tag))
 }
 
 func (a collDeviceComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	r, err := a.pc.PostIrecvColl(a.devMem(buf), src, tag)
-	if err != nil {
-		return nil, err
-	}
-	q := collMsgs.Get().(*collMsg)
-	q.r = r
-	return q, nil
+	return newCollMsg(a.pc.PostIrecvColl(a.devMem(buf), src, tag))
 }
 
 // Idle is collComm's.
