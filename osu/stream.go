@@ -123,16 +123,6 @@ func runStreamLatency(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	start, err := se.s.NewEvent(true)
-	if err != nil {
-		return err
-	}
-	defer start.Free()
-	end, err := se.s.NewEvent(true)
-	if err != nil {
-		return err
-	}
-	defer end.Free()
 	for _, size := range e.sizes() {
 		cnt := e.count(size)
 		iters, skip := e.o.iterationsFor(size)
@@ -142,23 +132,7 @@ func runStreamLatency(e *env) (err error) {
 		if err := barrier(e.c); err != nil {
 			return err
 		}
-		for i := 0; i < iters+skip; i++ {
-			if i == skip {
-				if err := se.s.Record(start); err != nil {
-					return err
-				}
-			}
-			if err := se.exchange(starter, s, r, peer); err != nil {
-				return err
-			}
-		}
-		if err := se.s.Record(end); err != nil {
-			return err
-		}
-		if err := se.s.Synchronize(); err != nil {
-			return err
-		}
-		elapsed, err := mpi.Elapsed(start, end)
+		elapsed, err := se.timed(iters, skip, func() error { return se.exchange(starter, s, r, peer) })
 		if err != nil {
 			return err
 		}
@@ -174,6 +148,39 @@ func runStreamLatency(e *env) (err error) {
 		e.report(row{Size: size, Avg: lat, Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
 	}
 	return nil
+}
+
+// timed enqueues skip + iters calls of step on the stream, with CUDA
+// events recorded after the warm-up and after the last, waits for the
+// stream, and returns the time between the events.
+func (se *streamEnv) timed(iters, skip int, step func() error) (time.Duration, error) {
+	start, err := se.s.NewEvent(true)
+	if err != nil {
+		return 0, err
+	}
+	defer start.Free()
+	end, err := se.s.NewEvent(true)
+	if err != nil {
+		return 0, err
+	}
+	defer end.Free()
+	for i := 0; i < iters+skip; i++ {
+		if i == skip {
+			if err := se.s.Record(start); err != nil {
+				return 0, err
+			}
+		}
+		if err := step(); err != nil {
+			return 0, err
+		}
+	}
+	if err := se.s.Record(end); err != nil {
+		return 0, err
+	}
+	if err := se.s.Synchronize(); err != nil {
+		return 0, err
+	}
+	return mpi.Elapsed(start, end)
 }
 
 // runStreamLoop: stream_loop (enqueued) and stream_loop_sync. Per
@@ -280,16 +287,6 @@ func runStreamAllreduce(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	start, err := se.s.NewEvent(true)
-	if err != nil {
-		return err
-	}
-	defer start.Free()
-	end, err := se.s.NewEvent(true)
-	if err != nil {
-		return err
-	}
-	defer end.Free()
 	mine := int64(e.rank + 1)
 	total := int64(e.n * (e.n + 1) / 2)
 	for _, size := range e.sizes() {
@@ -301,23 +298,7 @@ func runStreamAllreduce(e *env) (err error) {
 		if err := barrier(e.c); err != nil {
 			return err
 		}
-		for i := 0; i < iters+skip; i++ {
-			if i == skip {
-				if err := se.s.Record(start); err != nil {
-					return err
-				}
-			}
-			if err := se.sc.AllreduceEnqueue(s, r, mpi.Sum); err != nil {
-				return err
-			}
-		}
-		if err := se.s.Record(end); err != nil {
-			return err
-		}
-		if err := se.s.Synchronize(); err != nil {
-			return err
-		}
-		elapsed, err := mpi.Elapsed(start, end)
+		elapsed, err := se.timed(iters, skip, func() error { return se.sc.AllreduceEnqueue(s, r, mpi.Sum) })
 		if err != nil {
 			return err
 		}
