@@ -8,10 +8,10 @@ import (
 	"github.com/gompix/gompix/internal/cudadrv"
 )
 
-// handleCache remembers, for the mapped mode, the IPC handles of this
-// rank's allocations (cuIpcGetMemHandle costs microseconds) and the peers'
-// allocations it has opened (the first cuIpcOpenMemHandle of an allocation
-// costs about a millisecond). Allocations are told apart by their buffer id,
+// handleCache remembers, for the mapped mode, the peers' allocations it
+// has opened (the first cuIpcOpenMemHandle of an allocation costs about a
+// millisecond); this rank's own handles come from cudadrv.ExportIPC's
+// cache. Allocations are told apart by their buffer id,
 // which the driver never reuses within a process, so a freed and
 // reallocated buffer at the same address is a new entry, never a stale
 // mapping. Open mappings beyond maxMappings that no call holds are closed,
@@ -19,15 +19,9 @@ import (
 type handleCache struct {
 	dev cudadrv.Device
 
-	mu      sync.Mutex
-	exports map[uint64]exported // own allocations by buffer id
-	maps    map[mapKey]*mapping
-	tick    uint64
-}
-
-type exported struct {
-	h    cudadrv.IpcMemHandle
-	base cudadrv.DevicePtr
+	mu   sync.Mutex
+	maps map[mapKey]*mapping
+	tick uint64
 }
 
 type mapKey struct {
@@ -43,13 +37,10 @@ type mapping struct {
 	used uint64
 }
 
-const (
-	maxMappings = 64
-	maxExports  = 1024
-)
+const maxMappings = 64
 
 func newHandleCache(dev cudadrv.Device) *handleCache {
-	return &handleCache{dev: dev, exports: map[uint64]exported{}, maps: map[mapKey]*mapping{}}
+	return &handleCache{dev: dev, maps: map[mapKey]*mapping{}}
 }
 
 // export returns the handle of the allocation holding p, p's offset in it
@@ -62,23 +53,11 @@ func (c *handleCache) export(p cudadrv.DevicePtr) (cudadrv.IpcMemHandle, int, ui
 	if info.Type != cudadrv.MemoryDevice || info.BufferID == 0 || info.Base == 0 {
 		return cudadrv.IpcMemHandle{}, 0, 0, fmt.Errorf("coll/gpu: %#x is not device memory that CUDA IPC can share (%v)", p, info.Type)
 	}
-	c.mu.Lock()
-	e, ok := c.exports[info.BufferID]
-	c.mu.Unlock()
-	if !ok {
-		h, err := c.dev.IpcGetMemHandle(info.Base)
-		if err != nil {
-			return cudadrv.IpcMemHandle{}, 0, 0, err
-		}
-		e = exported{h: h, base: info.Base}
-		c.mu.Lock()
-		if len(c.exports) >= maxExports {
-			clear(c.exports)
-		}
-		c.exports[info.BufferID] = e
-		c.mu.Unlock()
+	h, err := cudadrv.ExportIPC(c.dev, info.Base, info.BufferID)
+	if err != nil {
+		return cudadrv.IpcMemHandle{}, 0, 0, err
 	}
-	return e.h, int(p - e.base), info.BufferID, nil
+	return h, int(p - info.Base), info.BufferID, nil
 }
 
 // open maps peer's allocation id (handle h), or finds it mapped, and holds

@@ -2,7 +2,14 @@ package cudadrv
 
 import "sync"
 
-// CUDA lets a context open an IPC handle only once: a second
+// IPC state shared by every user in the process (pt2pt/gpu's point-to-point
+// path and coll/gpu's collectives).
+//
+// Exports: cuIpcGetMemHandle costs microseconds, so ExportIPC caches each
+// allocation's handle by its buffer id, which the driver never reuses
+// within a process (a freed and reallocated buffer is a new entry).
+//
+// Imports: CUDA lets a context open an IPC handle only once: a second
 // cuIpcOpenMemHandle of the same handle fails with
 // CUDA_ERROR_ALREADY_MAPPED until the first mapping is closed. gompix opens
 // peers' buffers from more than one place (the point-to-point IPC path and
@@ -27,11 +34,44 @@ type ipcEntry struct {
 	refs int
 }
 
+type ipcExportKey struct {
+	dev Device
+	id  uint64
+}
+
+// maxIPCExports bounds the export cache; it starts over when full.
+const maxIPCExports = 1024
+
 var ipcShared = struct {
-	mu    sync.Mutex
-	byKey map[ipcKey]*ipcEntry
-	byPtr map[ipcPtrKey]*ipcEntry
-}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}}
+	mu      sync.Mutex
+	byKey   map[ipcKey]*ipcEntry
+	byPtr   map[ipcPtrKey]*ipcEntry
+	exports map[ipcExportKey]IpcMemHandle
+}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, exports: map[ipcExportKey]IpcMemHandle{}}
+
+// ExportIPC returns the IPC handle of dev's allocation bufferID, whose
+// first byte is base (PointerInfo's Base and BufferID), from the cache or
+// from the driver.
+func ExportIPC(dev Device, base DevicePtr, bufferID uint64) (IpcMemHandle, error) {
+	k := ipcExportKey{dev, bufferID}
+	ipcShared.mu.Lock()
+	h, ok := ipcShared.exports[k]
+	ipcShared.mu.Unlock()
+	if ok {
+		return h, nil
+	}
+	h, err := dev.IpcGetMemHandle(base)
+	if err != nil {
+		return h, err
+	}
+	ipcShared.mu.Lock()
+	if len(ipcShared.exports) >= maxIPCExports {
+		clear(ipcShared.exports)
+	}
+	ipcShared.exports[k] = h
+	ipcShared.mu.Unlock()
+	return h, nil
+}
 
 // OpenIPC maps the peer allocation behind h in dev's context, or returns
 // the mapping already open there, counting the open. Each successful

@@ -52,3 +52,43 @@ func TestSharedIPCOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExportIPC: exporting one allocation twice gives one handle, which
+// maps that allocation in another device's context.
+func TestExportIPC(t *testing.T) {
+	d := fake.New(fake.Options{Devices: 2})
+	defer d.Close()
+	a, _ := d.Device(0)
+	b, _ := d.Device(1)
+	p, err := a.MemAlloc(256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.MemFree(p)
+	info, err := a.PointerInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, err := cudadrv.ExportIPC(a, info.Base, info.BufferID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := cudadrv.ExportIPC(a, info.Base, info.BufferID)
+	if err != nil || h2 != h1 {
+		t.Fatalf("second export: equal %v, %v", h2 == h1, err)
+	}
+	m, err := cudadrv.OpenIPC(b, h1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.MemcpyHtoD(m, []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 3)
+	if err := a.MemcpyDtoH(got, p); err != nil || got[2] != 3 {
+		t.Fatalf("through the mapping: %v, %v", got, err)
+	}
+	if err := cudadrv.CloseIPC(b, m); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -60,7 +60,7 @@ type Transport struct {
 	fp       pt2pt.FocusedProgresser
 	br       pt2pt.BlockingReceiver
 
-	// mu guards posted, active, bg, stash, cache, exports and devs.
+	// mu guards posted, active, bg, stash, cache and devs.
 	mu sync.Mutex
 	// posted are the receives that may get a descriptor, still waiting
 	// for their transport operation: Progress finishes them even when
@@ -74,7 +74,6 @@ type Transport struct {
 	stash   []stashed
 	nstash  atomic.Int32
 	cache   ipcCache
-	exports map[uint64]cudadrv.IpcMemHandle // by buffer id (this process's allocations)
 	devs    map[int]*devState
 
 	smalls  smallPool
@@ -323,19 +322,9 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	}
 	d := descriptor{src: t.Rank(), size: m.Len, offset: int(devPtr(m.Ptr) - info.Base),
 		bufferID: info.BufferID, base: uint64(info.Base), allocSize: info.Size}
-	t.mu.Lock()
-	h, ok := t.exports[info.BufferID]
-	t.mu.Unlock()
-	if !ok {
-		if h, err = ds.dev.IpcGetMemHandle(info.Base); err != nil {
-			return nil, fmt.Errorf("exporting device buffer %#x: %w", info.Base, err)
-		}
-		t.mu.Lock()
-		if t.exports == nil || len(t.exports) >= 1024 {
-			t.exports = map[uint64]cudadrv.IpcMemHandle{}
-		}
-		t.exports[info.BufferID] = h
-		t.mu.Unlock()
+	h, err := cudadrv.ExportIPC(ds.dev, info.Base, info.BufferID)
+	if err != nil {
+		return nil, fmt.Errorf("exporting device buffer %#x: %w", info.Base, err)
 	}
 	d.handle = h
 	d.ack = t.nextAck.Add(1) & idMask
