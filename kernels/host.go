@@ -42,24 +42,30 @@ func HostKernel(name string) (func(mem func(p uintptr, n int) ([]byte, error), a
 		if two {
 			k = 2
 		}
-		if k < 1 || k > MaxInputs {
-			return fmt.Errorf("%s: k = %d", name, k)
-		}
-		nb := int(a.N) * t.Size()
-		out, err := mem(a.Out, nb)
-		if err != nil {
-			return err
-		}
-		var ins [MaxInputs][]byte
-		for j := 0; j < k; j++ {
-			if ins[j], err = mem(a.In[j], nb); err != nil {
-				return err
-			}
-		}
-		// Inputs may alias the output element by element, as on the GPU:
-		// each element is read before it is written.
-		return referenceReduce(op, t, out, ins[:k], int(a.N), a.Divisor, a.Scale)
+		_, err = hostReduce(name, op, t, mem, &a, k)
+		return err
 	}, true
+}
+
+// hostReduce computes what a reduce kernel does with a over k inputs and
+// returns the output's bytes. Inputs may alias the output element by
+// element, as on the GPU: each element is read before it is written.
+func hostReduce(name string, op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]byte, error), a *ReduceArgs, k int) ([]byte, error) {
+	if k < 1 || k > MaxInputs {
+		return nil, fmt.Errorf("%s: k = %d", name, k)
+	}
+	nb := int(a.N) * t.Size()
+	out, err := mem(a.Out, nb)
+	if err != nil {
+		return nil, err
+	}
+	var ins [MaxInputs][]byte
+	for j := 0; j < k; j++ {
+		if ins[j], err = mem(a.In[j], nb); err != nil {
+			return nil, err
+		}
+	}
+	return out, referenceReduce(op, t, out, ins[:k], int(a.N), a.Divisor, a.Scale)
 }
 
 func parseReduce(name string) (op dtype.Op, t dtype.Type, two, ok bool) {
@@ -280,27 +286,13 @@ func hostDirectReduce(op dtype.Op, t dtype.Type, mem func(p uintptr, n int) ([]b
 	if a.Reduce == 0 || a.R.N == 0 {
 		return nil
 	}
-	k := int(a.R.K)
-	if k < 1 || k > MaxInputs {
-		return fmt.Errorf("gompix_direct: k = %d", k)
-	}
-	nb := int(a.R.N) * t.Size()
-	out, err := mem(a.R.Out, nb)
+	out, err := hostReduce("gompix_direct", op, t, mem, &a.R, int(a.R.K))
 	if err != nil {
-		return err
-	}
-	var ins [MaxInputs][]byte
-	for j := 0; j < k; j++ {
-		if ins[j], err = mem(a.R.In[j], nb); err != nil {
-			return err
-		}
-	}
-	if err := referenceReduce(op, t, out, ins[:k], int(a.R.N), a.R.Divisor, a.R.Scale); err != nil {
 		return err
 	}
 	for _, p := range a.Outs {
 		if p != 0 {
-			o, err := mem(p, nb)
+			o, err := mem(p, len(out))
 			if err != nil {
 				return err
 			}
