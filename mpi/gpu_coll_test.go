@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -193,15 +193,7 @@ func (p collPair[T]) check(w *Comm) error {
 
 // hostReducedSeen counts device calls during which some host reduction
 // happened in the process (real processes: must stay 0).
-var hostReducedSeen atomicCounter
-
-type atomicCounter struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (a *atomicCounter) Add(n int) { a.mu.Lock(); a.n += n; a.mu.Unlock() }
-func (a *atomicCounter) Load() int { a.mu.Lock(); defer a.mu.Unlock(); return a.n }
+var hostReducedSeen atomic.Int64
 
 func wait(r *Request, err error) error {
 	if err != nil {
