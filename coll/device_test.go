@@ -142,6 +142,87 @@ func devBuf(dev cudadrv.Device, b []byte) (cudadrv.DevicePtr, []byte, error) {
 	return p, gpucoll.View(p, len(b)), dev.MemcpyHtoD(p, b)
 }
 
+// devSpace gives s a device space on dev: coll/gpu's Mem, the staging
+// Comm and, if direct, an IPC-direct engine configured by vars (in addition
+// to devVars). Collective over cm's world; close releases it all.
+func devSpace(s *coll.State, cm *colltest.Comm, dev cudadrv.Device, direct bool, vars map[string]string) (d *gpucoll.Direct, close func(), err error) {
+	mem, err := gpucoll.NewMem(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	sp := coll.Space{Comm: stagingComm{cm, dev}, Mem: mem}
+	if direct {
+		d, err = gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(), SharedDevices: true,
+			Lookup: func(name string) (string, bool) {
+				if v, ok := vars[name]; ok {
+					return v, true
+				}
+				v, ok := devVars[name]
+				return v, ok
+			}})
+		if err != nil {
+			mem.Close()
+			return nil, nil, err
+		}
+		if d != nil {
+			sp.Direct = d
+		}
+	}
+	s.SetDevice(sp)
+	s.UseDevice(true)
+	return d, func() {
+		if d != nil {
+			d.Close()
+		}
+		mem.Close()
+	}, nil
+}
+
+// onDevice is one rank's buffers of a case copied into device memory:
+// views holds the device views to pass to the State.
+type onDevice struct {
+	views      rankBufs
+	send, full cudadrv.DevicePtr
+}
+
+// toDevice copies b's send buffer and whole receive allocation to dev.
+func toDevice(dev cudadrv.Device, b *rankBufs) (*onDevice, error) {
+	o := &onDevice{views: *b}
+	var fullV []byte
+	var err error
+	if o.send, o.views.send, err = devBuf(dev, b.send); err == nil {
+		o.full, fullV, err = devBuf(dev, b.full)
+	}
+	if err != nil {
+		o.free(dev)
+		return nil, err
+	}
+	o.views.recv = nil
+	if b.recv != nil {
+		o.views.recv = []byte{}
+		if len(b.recv) > 0 {
+			o.views.recv = fullV[:len(b.recv)]
+		}
+	}
+	return o, nil
+}
+
+// back copies the receive allocation into b.full.
+func (o *onDevice) back(dev cudadrv.Device, b *rankBufs) error {
+	if o.full == 0 {
+		return nil
+	}
+	return dev.MemcpyDtoH(b.full, o.full)
+}
+
+func (o *onDevice) free(dev cudadrv.Device) {
+	for _, p := range []cudadrv.DevicePtr{o.send, o.full} {
+		if p != 0 {
+			dev.MemFree(p)
+		}
+	}
+}
+
 // runDeviceCase runs c with every buffer in device memory. direct adds the
 // IPC-direct engine to the device space (staging bytes per slot given).
 func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options, r *rand.Rand, direct bool, slot int) {
@@ -156,61 +237,22 @@ func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options,
 		if err != nil {
 			return err
 		}
-		o := perRank(opts)
-		s := coll.NewState(cm, o)
-		mem, err := gpucoll.NewMem(dev)
+		s := coll.NewState(cm, perRank(opts))
+		d, closeSpace, err := devSpace(s, cm, dev, direct, map[string]string{"GOMPIX_GPU_COLL_STAGING": fmt.Sprint(slot)})
 		if err != nil {
 			return err
 		}
-		defer mem.Close()
-		sp := coll.Space{Comm: stagingComm{cm, dev}, Mem: mem}
-		if direct {
-			d, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(), SharedDevices: true,
-				Lookup: func(name string) (string, bool) {
-					if name == "GOMPIX_GPU_COLL_STAGING" {
-						return fmt.Sprint(slot), true
-					}
-					v, ok := devVars[name]
-					return v, ok
-				}})
-			if err != nil {
-				return err
-			}
-			if d == nil && c.p >= 2 {
-				return fmt.Errorf("no IPC-direct engine on %d ranks", c.p)
-			}
-			if d != nil {
-				defer d.Close()
-				sp.Direct = d
-			}
+		defer closeSpace()
+		if direct && d == nil && c.p >= 2 {
+			return fmt.Errorf("no IPC-direct engine on %d ranks", c.p)
 		}
-		s.SetDevice(sp)
-		s.UseDevice(true)
 		b := &c.bufs[rank]
-		sendP, sendV, err := devBuf(dev, b.send)
+		od, err := toDevice(dev, b)
 		if err != nil {
 			return err
 		}
-		fullP, fullV, err := devBuf(dev, b.full)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			for _, p := range []cudadrv.DevicePtr{sendP, fullP} {
-				if p != 0 {
-					dev.MemFree(p)
-				}
-			}
-		}()
-		db := *b
-		db.send = sendV
-		db.recv = nil
-		if b.recv != nil {
-			db.recv = []byte{}
-			if len(b.recv) > 0 {
-				db.recv = fullV[:len(b.recv)]
-			}
-		}
+		defer od.free(dev)
+		db := od.views
 		if blocking {
 			err = c.block(s, rank, &db)
 		} else {
@@ -229,14 +271,12 @@ func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options,
 		if err != nil {
 			return err
 		}
-		if fullP != 0 {
-			if err := dev.MemcpyDtoH(b.full, fullP); err != nil {
-				return err
-			}
+		if err := od.back(dev, b); err != nil {
+			return err
 		}
-		if sendP != 0 {
+		if od.send != 0 {
 			got := make([]byte, len(b.send))
-			if err := dev.MemcpyDtoH(got, sendP); err != nil {
+			if err := dev.MemcpyDtoH(got, od.send); err != nil {
 				return err
 			}
 			if string(got) != string(b.sendCopy) {
@@ -414,14 +454,12 @@ func TestDeviceRefusesUserOps(t *testing.T) {
 		w := colltest.NewWorld(2)
 		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
 			dev, _ := drv.Device(cm.Rank())
-			mem, err := gpucoll.NewMem(dev)
+			s := coll.NewState(cm, perRank(nil))
+			_, closeSpace, err := devSpace(s, cm, dev, false, nil)
 			if err != nil {
 				return err
 			}
-			defer mem.Close()
-			s := coll.NewState(cm, perRank(nil))
-			s.SetDevice(coll.Space{Comm: stagingComm{cm, dev}, Mem: mem})
-			s.UseDevice(true)
+			defer closeSpace()
 			p, v, err := devBuf(dev, make([]byte, 64))
 			if err != nil {
 				return err
@@ -459,72 +497,35 @@ func TestDeviceManyInFlight(t *testing.T) {
 		}
 		w := colltest.NewWorld(p)
 		w.Slow = true
-		type rankState struct {
-			dev  cudadrv.Device
-			ptrs []cudadrv.DevicePtr
-		}
 		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
 			rank := cm.Rank()
 			dev, err := drv.Device(rank % 2)
 			if err != nil {
 				return err
 			}
-			mem, err := gpucoll.NewMem(dev)
-			if err != nil {
-				return err
-			}
-			defer mem.Close()
 			s := coll.NewState(cm, perRank(&coll.Options{Lookup: func(string) (string, bool) { return "", false }}))
-			d, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: cm, Device: dev, SameNode: true, Tag: s.ReserveTag(), SharedDevices: true,
-				Lookup: func(name string) (string, bool) {
-					switch name {
-					case "GOMPIX_GPU_COLL_STAGING":
-						return "512", true // most calls mapped, small ones staged or fused
-					case "GOMPIX_GPU_COLL_FUSED":
-						return "64", true
-					}
-					return "", false
-				}})
+			// Most calls mapped, small ones staged or fused.
+			d, closeSpace, err := devSpace(s, cm, dev, true, map[string]string{"GOMPIX_GPU_COLL_STAGING": "512", "GOMPIX_GPU_COLL_FUSED": "64"})
 			if err != nil || d == nil {
 				return fmt.Errorf("direct engine: %v", err)
 			}
-			defer d.Close()
-			s.SetDevice(coll.Space{Comm: stagingComm{cm, dev}, Mem: mem, Direct: d})
-			s.UseDevice(true)
-			var st rankState
-			st.dev = dev
+			defer closeSpace()
+			ods := make([]*onDevice, len(cases))
 			defer func() {
-				for _, p := range st.ptrs {
-					dev.MemFree(p)
+				for _, od := range ods {
+					if od != nil {
+						od.free(dev)
+					}
 				}
 			}()
-			views := make([]rankBufs, len(cases))
-			fulls := make([]cudadrv.DevicePtr, len(cases))
 			for i, c := range cases {
-				b := c.bufs[rank]
-				sp, sv, err := devBuf(dev, b.send)
-				if err != nil {
+				if ods[i], err = toDevice(dev, &c.bufs[rank]); err != nil {
 					return err
-				}
-				fp, fv, err := devBuf(dev, b.full)
-				if err != nil {
-					return err
-				}
-				st.ptrs = append(st.ptrs, sp, fp)
-				fulls[i] = fp
-				views[i] = b
-				views[i].send = sv
-				views[i].recv = nil
-				if b.recv != nil {
-					views[i].recv = []byte{}
-					if len(b.recv) > 0 {
-						views[i].recv = fv[:len(b.recv)]
-					}
 				}
 			}
 			reqs := make([]coll.Request, len(cases))
 			for i, c := range cases {
-				if reqs[i], err = c.start(s, rank, &views[i]); err != nil {
+				if reqs[i], err = c.start(s, rank, &ods[i].views); err != nil {
 					return fmt.Errorf("%s: %w", c.desc, err)
 				}
 			}
@@ -534,10 +535,8 @@ func TestDeviceManyInFlight(t *testing.T) {
 				}
 			}
 			for i, c := range cases {
-				if fulls[i] != 0 {
-					if err := dev.MemcpyDtoH(c.bufs[rank].full, fulls[i]); err != nil {
-						return err
-					}
+				if err := ods[i].back(dev, &c.bufs[rank]); err != nil {
+					return err
 				}
 			}
 			return nil
