@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gompix/gompix/internal/cudadrv"
@@ -61,6 +62,9 @@ type Queue struct {
 	// prog is owned by the progress goroutine: started nonblocking
 	// operations it still polls.
 	prog []*entry
+	// st times blocking operations (GOMPIX_STREAM_STATS); progress
+	// goroutine only until Close.
+	st stats
 }
 
 // entry is one enqueued operation; its fields after op are the progress
@@ -70,6 +74,7 @@ type entry struct {
 	op      Op
 	started bool
 	poll    Poll
+	t0, t1  time.Time // reached seen, Start returned (GOMPIX_STREAM_STATS)
 }
 
 // NewQueue binds stream s of dev (which the caller keeps alive until the
@@ -77,6 +82,9 @@ type entry struct {
 // memory operations with one harmless write on s.
 func (e *Engine) NewQueue(dev cudadrv.Device, s cudadrv.Stream) (*Queue, error) {
 	q := &Queue{e: e, dev: dev, s: s, depth: e.cfg.Depth}
+	if v, err := cfgStats.Get(); err == nil && v > 0 {
+		q.st.on = true
+	}
 	q.space = sync.NewCond(&q.mu)
 	p, err := dev.HostAlloc(flagBytes)
 	if err != nil {
@@ -266,7 +274,14 @@ func (q *Queue) progress() (progressed, pending bool) {
 			}
 			ent.started = true
 			progressed = true
+			if q.st.on && ent.op.Block {
+				ent.t0 = time.Now()
+				q.st.seen(ent.t0)
+			}
 			ent.poll, err = ent.op.Start()
+			if q.st.on && ent.op.Block {
+				ent.t1 = time.Now()
+			}
 			if err != nil || ent.poll == nil {
 				finished = true
 			}
@@ -282,6 +297,11 @@ func (q *Queue) progress() (progressed, pending bool) {
 		}
 		if finished {
 			q.finish(ent, err)
+			if q.st.on && ent.op.Block {
+				now := time.Now()
+				q.st.ran(ent.t0, ent.t1, now)
+				q.st.lastGo = now
+			}
 		}
 		q.mu.Lock()
 		if !finished {
@@ -342,6 +362,7 @@ func (q *Queue) Close() error {
 	q.space.Broadcast()
 	q.mu.Unlock()
 	q.e.remove(q)
+	q.st.print(q)
 	serr := q.dev.StreamSynchronize(q.s)
 	ferr := q.dev.HostFree(q.host)
 	if err := errors.Join(serr, ferr); err != nil {

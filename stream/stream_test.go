@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -511,5 +512,47 @@ func TestParseSignal(t *testing.T) {
 	}
 	if s := fmt.Sprint(SignalKernels); s != "kernels" {
 		t.Errorf("String = %q", s)
+	}
+}
+
+// TestStats: GOMPIX_STREAM_STATS's report counts the blocking operations
+// and splits their time.
+func TestStats(t *testing.T) {
+	r := rigs(t)[0]
+	e := NewEngine(Config{Depth: 4, Signal: r.signal})
+	defer e.Close()
+	s, err := r.dev.StreamCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.dev.StreamDestroy(s)
+	q, err := e.NewQueue(r.dev, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	q.st.on, q.st.out = true, &out
+	for i := 0; i < 3; i++ {
+		polls := 0
+		if err := q.Enqueue(Op{Block: true, Start: func() (Poll, error) {
+			return func() (bool, error) { polls++; return polls > 2, nil }, nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Enqueue(Op{Start: func() (Poll, error) { return nil, nil }}); err != nil { // nonblocking: not counted
+		t.Fatal(err)
+	}
+	if err := r.dev.StreamSynchronize(s); err != nil {
+		t.Fatal(err)
+	}
+	for q.Pending() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, ": 3 blocking ops: gap ") || !strings.Contains(got, " run ") {
+		t.Fatalf("stats report %q", got)
 	}
 }
