@@ -279,20 +279,6 @@ __device__ __forceinline__ void reduce_body(const ReduceArgs &a, void *const *ou
     extern "C" __global__ void __launch_bounds__(GX_BLOCK)                                  \
         gompix_direct_##opname##_##tname(const DirectArgs a) { direct_body<OP, T>(a); }
 
-#define GX_ALL_TYPES(opname, OP)          \
-    GX_DEF(opname, OP, i8, i8)            \
-    GX_DEF(opname, OP, i16, i16)          \
-    GX_DEF(opname, OP, i32, i32)          \
-    GX_DEF(opname, OP, i64, i64)          \
-    GX_DEF(opname, OP, u8, u8)            \
-    GX_DEF(opname, OP, u16, u16)          \
-    GX_DEF(opname, OP, u32, u32)          \
-    GX_DEF(opname, OP, u64, u64)          \
-    GX_DEF(opname, OP, f16, f16)          \
-    GX_DEF(opname, OP, bf16, bf16)        \
-    GX_DEF(opname, OP, f32, float)        \
-    GX_DEF(opname, OP, f64, double)
-
 #define GX_INT_TYPES(opname, OP)          \
     GX_DEF(opname, OP, i8, i8)            \
     GX_DEF(opname, OP, i16, i16)          \
@@ -302,6 +288,15 @@ __device__ __forceinline__ void reduce_body(const ReduceArgs &a, void *const *ou
     GX_DEF(opname, OP, u16, u16)          \
     GX_DEF(opname, OP, u32, u32)          \
     GX_DEF(opname, OP, u64, u64)
+
+// Every type: the integers, then the reals (the order of the kernels in the
+// generated images).
+#define GX_ALL_TYPES(opname, OP)          \
+    GX_INT_TYPES(opname, OP)              \
+    GX_DEF(opname, OP, f16, f16)          \
+    GX_DEF(opname, OP, bf16, bf16)        \
+    GX_DEF(opname, OP, f32, float)        \
+    GX_DEF(opname, OP, f64, double)
 
 // ---- fused IPC-direct collective (small messages) ------------------------------
 // One launch does what would otherwise be a copy, flag writes, flag waits and a
