@@ -15,7 +15,7 @@ var ptxCompute80 []byte
 var cubinSM90 []byte
 
 // generatedFrom is the SHA-256 of the src/reduce.cu the images were built from.
-const generatedFrom = "595fddf292b594d01781ff1001552565b9d8390636151cb305954cbc9d865d31"
+const generatedFrom = "ef3ed11939c3e566e9851dd68d53b12b86c1888d61a557040ed9716e493e9962"
 
 // generatedBy is the nvcc release that built the images.
 const generatedBy = "13.0"
