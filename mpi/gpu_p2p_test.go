@@ -47,8 +47,8 @@ func TestP2PThroughGPUDecorator(t *testing.T) {
 }
 
 // gpuSizes are the message sizes (float32 elements) of the device
-// exchanges: 0 B .. 256 MiB.
-var gpuSizes = []int{0, 1, 2, 31, 1024, 1<<18 + 3, 4 << 20, 64 << 20}
+// exchanges: 0 B .. 1 GiB (issue 5's range).
+var gpuSizes = []int{0, 1, 2, 31, 1024, 1<<18 + 3, 4 << 20, 64 << 20, 256 << 20}
 
 func pat(seed, i int) float32 { return float32((seed*7919 + i) % 1000003) }
 
@@ -227,7 +227,7 @@ func runInProcGPU(t *testing.T, n int, mode gpupath.Mode, sc scenario) {
 }
 
 // TestDevicePointToPointGPU: two real processes over UCX, each on its own
-// GPU (the launcher's binding), exchange device buffers of 0 B .. 256 MiB
+// GPU (the launcher's binding), exchange device buffers of 0 B .. 1 GiB
 // on the ipc and the staged path, every element checked.
 func TestDevicePointToPointGPU(t *testing.T) {
 	needGPU(t)
