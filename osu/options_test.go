@@ -54,6 +54,7 @@ func TestParse(t *testing.T) {
 	lat := mustLookup(t, "latency")
 	bw := mustLookup(t, "bw")
 	mbw := mustLookup(t, "mbw_mr")
+	sar := mustLookup(t, "stream_allreduce")
 	cases := []struct {
 		b     *Benchmark
 		args  []string
@@ -91,6 +92,9 @@ func TestParse(t *testing.T) {
 		{bw, []string{"-W", "32", "-b", "multiple"}, func(o Options) bool { return o.Window == 32 && o.MultipleBuffers }},
 		{mbw, []string{"-p", "2", "-R", "0"}, func(o Options) bool { return o.Pairs == 2 && !o.PrintRate }},
 		{lat, []string{"--", "H", "H"}, func(o Options) bool { return o.Src == Host }},
+		// A collective, enqueued or not: -d alone puts its buffers on the device.
+		{sar, []string{"-d", "cuda"}, func(o Options) bool { return o.Src == Device && o.Dst == Device }},
+		{sar, nil, func(o Options) bool { return o.Src == Host && o.Accel == AccelNone }},
 	}
 	for _, tc := range cases {
 		o, err := Parse(tc.b, tc.args)

@@ -25,7 +25,7 @@ import (
 //   - stream_allreduce: AllreduceEnqueue (sum) back to back on the stream,
 //     timed with CUDA events, any number of ranks; compare with allreduce.
 func init() {
-	register(&Benchmark{name: "stream_allreduce", title: "Stream Enqueue Allreduce Latency Test", kind: kindLatency,
+	register(&Benchmark{name: "stream_allreduce", title: "Stream Enqueue Allreduce Latency Test", kind: kindCollective,
 		opts: optsLat, minRanks: 2, run: runStreamAllreduce})
 	register(&Benchmark{name: "stream_latency", title: "Stream Enqueue Latency Test", kind: kindLatency,
 		opts: optsLat, exactRanks: 2, run: runStreamLatency})
