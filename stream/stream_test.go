@@ -519,17 +519,7 @@ func TestParseSignal(t *testing.T) {
 // and splits their time.
 func TestStats(t *testing.T) {
 	r := rigs(t)[0]
-	e := NewEngine(Config{Depth: 4, Signal: r.signal})
-	defer e.Close()
-	s, err := r.dev.StreamCreate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.dev.StreamDestroy(s)
-	q, err := e.NewQueue(r.dev, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, q, s := setup(t, r, 4)
 	var out strings.Builder
 	q.st.on, q.st.out = true, &out
 	for i := 0; i < 3; i++ {
@@ -549,9 +539,7 @@ func TestStats(t *testing.T) {
 	for q.Pending() > 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
+	q.st.print(q) // what Close prints
 	if got := out.String(); !strings.Contains(got, ": 3 blocking ops: gap ") || !strings.Contains(got, " run ") {
 		t.Fatalf("stats report %q", got)
 	}
