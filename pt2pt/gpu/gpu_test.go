@@ -120,14 +120,27 @@ type job struct {
 	ranks []*rank
 }
 
-// runJob runs body on n goroutine ranks.
+// runJob runs body on n goroutine ranks over a fake driver.
 func runJob(t *testing.T, n int, cfg Config, body func(k *rank) error) *job {
 	t.Helper()
 	drv := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30})
-	f := inproc.NewFabric(n)
 	j := &job{drv: drv}
+	j.ranks = runRanks(t, drv, n, cfg, body)
+	if a := drv.Allocations(); a != 0 && !t.Failed() {
+		t.Errorf("%d driver allocations left after Close", a)
+	}
+	drv.Close()
+	return j
+}
+
+// runRanks runs body on n goroutine ranks over drv (rank r on device
+// r % its device count) and closes their transports.
+func runRanks(t *testing.T, drv cudadrv.Driver, n int, cfg Config, body func(k *rank) error) []*rank {
+	t.Helper()
+	f := inproc.NewFabric(n)
+	j := &job{}
 	for r := 0; r < n; r++ {
-		dev, err := drv.Device(r % 2)
+		dev, err := drv.Device(r % drv.DeviceCount())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,11 +179,7 @@ func runJob(t *testing.T, n int, cfg Config, body func(k *rank) error) *job {
 		}
 		k.tr.Close()
 	}
-	if a := drv.Allocations(); a != 0 && !t.Failed() {
-		t.Errorf("%d driver allocations left after Close", a)
-	}
-	drv.Close()
-	return j
+	return j.ranks
 }
 
 var kinds = map[string][2]pt2pt.MemKind{
@@ -935,17 +944,7 @@ func TestRndvFromEnv(t *testing.T) {
 // on every path, never a fault. Skips without a GPU (fails under
 // GOMPIX_REQUIRE_GPU=1).
 func TestBadDeviceBufferGPU(t *testing.T) {
-	drv, err := cudadrv.Open()
-	var dev cudadrv.Device
-	if err == nil {
-		dev, err = drv.Device(0)
-	}
-	if err != nil {
-		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
-			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	drv, dev := realDriver(t)
 	for _, mode := range []Mode{ModeStaged, ModeIPC} {
 		f := inproc.NewFabric(2)
 		tr := New(f.Transport(0), Config{Mode: mode,
@@ -978,4 +977,22 @@ func TestBadDeviceBufferGPU(t *testing.T) {
 		tr.Close()
 		dev.MemFree(p)
 	}
+}
+
+// realDriver opens the CUDA driver and device 0, or skips the test
+// without a GPU (fails under GOMPIX_REQUIRE_GPU=1).
+func realDriver(t *testing.T) (cudadrv.Driver, cudadrv.Device) {
+	t.Helper()
+	drv, err := cudadrv.Open()
+	var dev cudadrv.Device
+	if err == nil {
+		dev, err = drv.Device(0)
+	}
+	if err != nil {
+		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
+			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
+		}
+		t.Skipf("no GPU: %v", err)
+	}
+	return drv, dev
 }

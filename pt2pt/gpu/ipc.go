@@ -11,9 +11,11 @@ import (
 // descriptor is what an IPC or rendezvous send puts on the wire instead
 // of its data, always descSize bytes. An IPC descriptor (descIPC) names
 // the sender's allocation; a rendezvous request (descRTS, "host RTS") only
-// carries the size and the id of the exchange: the receiver answers with a
+// carries the size, the id of the exchange, the sender's chunk size and
+// whether the sender's buffer is host memory: the receiver answers with a
 // clear-to-send on InternalTag(receiver, id) and the data follows on
-// InternalTag(sender, id|dataBit).
+// InternalTag(sender, id|dataBit), in chunks or whole as the
+// clear-to-send says (see pipe.go).
 type descriptor struct {
 	kind      descKind
 	ack       uint32 // IPC: the ack id the sender waits on; RTS: the exchange id
@@ -24,6 +26,8 @@ type descriptor struct {
 	base      uint64 // the allocation's address in the sender
 	allocSize int
 	handle    cudadrv.IpcMemHandle
+	chunk     int  // RTS: the chunk size of a pipelined data phase
+	hostSrc   bool // RTS: the sender's buffer is host memory
 }
 
 type descKind uint8
@@ -47,6 +51,10 @@ func (d *descriptor) encode(b []byte) {
 		le.PutUint32(b[4:], d.ack)
 		le.PutUint64(b[8:], uint64(d.src))
 		le.PutUint64(b[16:], uint64(d.size))
+		le.PutUint64(b[24:], uint64(d.chunk))
+		if d.hostSrc {
+			b[32] = 1
+		}
 		return
 	}
 	le.PutUint32(b[0:], descMagic)
@@ -69,8 +77,9 @@ func (d *descriptor) decode(b []byte) error {
 	}
 	switch le.Uint32(b) {
 	case rtsMagic:
-		*d = descriptor{kind: descRTS, ack: le.Uint32(b[4:]), src: int(le.Uint64(b[8:])), size: int(le.Uint64(b[16:]))}
-		if d.size <= 0 || d.ack&dataBit != 0 {
+		*d = descriptor{kind: descRTS, ack: le.Uint32(b[4:]), src: int(le.Uint64(b[8:])), size: int(le.Uint64(b[16:])),
+			chunk: int(le.Uint64(b[24:])), hostSrc: b[32] == 1}
+		if d.size <= 0 || d.ack&dataBit != 0 || d.chunk <= 0 {
 			return errDescriptor
 		}
 		return nil
@@ -94,13 +103,15 @@ func (d *descriptor) decode(b []byte) error {
 }
 
 // Ack statuses (the first byte of an ack, and of a rendezvous
-// clear-to-send: ackOK = send the data, ackTruncated = the receive
-// buffer is too small, send nothing, ackFailed = the receiver could not
-// take the message, send nothing).
+// clear-to-send: ackOK = send the data in chunks of the RTS's chunk size,
+// ackWhole = send the data as one message (host to host only),
+// ackTruncated = the receive buffer is too small, send nothing, ackFailed
+// = the receiver could not take the message, send nothing).
 const (
 	ackOK byte = iota
 	ackTruncated
 	ackFailed
+	ackWhole
 )
 
 // Exchange ids (IPC acks, rendezvous) come from one counter per sender,

@@ -24,8 +24,8 @@ const (
 // completes; whoever wins the CAS to stBusy finishes it (the owner's Done,
 // or Progress for an op released early). stCopy: a device copy is in
 // flight and the op is on Transport.active until its event completes.
-// stData: a rendezvous's data message is in flight (o.data), the op on
-// Transport.active.
+// stData: a rendezvous's data phase is under way, the op on
+// Transport.active: one data message (o.data) or a chunked pipe (o.pipe).
 const (
 	stPosted int32 = iota
 	stBusy
@@ -46,7 +46,8 @@ type op struct {
 	state atomic.Int32
 	flags atomic.Uint32
 	inner pt2pt.Op
-	data  pt2pt.Op // rendezvous: the data send or receive
+	data  pt2pt.Op // rendezvous: the data send or receive, sent whole
+	pipe  *pipe    // rendezvous: the chunked data phase
 	res   pt2pt.Result
 
 	user     pt2pt.Mem      // the caller's receive buffer (rendezvous send: the data)
@@ -86,7 +87,7 @@ func (t *Transport) putOp(o *op) {
 	if o.data != nil {
 		o.data.Release()
 	}
-	o.t, o.inner, o.data, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, staging{}
+	o.t, o.inner, o.data, o.pipe, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, nil, staging{}
 	o.user, o.landing, o.res, o.ds, o.mapping, o.ev = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, 0
 	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
 	o.ackTo, o.ackID = 0, 0
@@ -214,7 +215,8 @@ func (t *Transport) completeLocked(o *op) {
 		case r.Err != nil:
 		case r.Cancelled:
 			o.res.Err = errors.New("gpu: rendezvous send abandoned")
-		case o.small.b[0] == ackOK:
+		case o.small.b[0] == ackWhole && o.pipe == nil:
+			// Host to host: one data message, as UCX moves it best.
 			in, err := t.inner.Isend(o.ackTo, o.user, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), false)
 			if err != nil {
 				o.res.Err = err
@@ -224,10 +226,31 @@ func (t *Transport) completeLocked(o *op) {
 			o.state.Store(stData)
 			t.addActiveLocked(o)
 			return
+		case o.small.b[0] == ackOK:
+			if o.pipe == nil {
+				// A host buffer to a device receive: chunks straight
+				// from the caller's memory (no buffers: cannot fail).
+				o.pipe, _ = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, t.cfg.StagingChunk, nil)
+			}
+			o.pipe.cts = true
+			o.state.Store(stData)
+			t.addActiveLocked(o)
+			t.pumpLocked(o.pipe)
+			return
 		case o.small.b[0] == ackFailed:
 			o.res.Err = errors.New("gpu: the receiver could not take the rendezvous message (see its error)")
+		case o.small.b[0] == ackWhole:
+			o.res.Err = errors.New("gpu: the receiver asked for a staged device buffer in one piece (peers with different gompix versions?)")
 		}
 		// ackTruncated: the receiver reports the truncation; nothing to send.
+		if o.pipe != nil {
+			// Chunks copied ahead of the clear-to-send may still be in
+			// flight: the pipe finishes when they are done.
+			o.pipe.stop = true
+			o.state.Store(stData)
+			t.addActiveLocked(o)
+			return
+		}
 		t.finish(o)
 	default:
 		t.completeRecvLocked(o, r)
@@ -389,24 +412,47 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 }
 
 // rtsRecvLocked answers a rendezvous request that o matched (and can
-// hold): post the data receive into the caller's host buffer, or into
-// pinned staging of the message's size for a device buffer, then send the
-// clear-to-send. Progress finishes o when the data has arrived (and been
-// copied to the device).
+// hold). Host to host, it posts one data receive into the caller's buffer
+// and asks for the data whole (ackWhole); when either side is a device
+// buffer it sets up a chunked pipe in the sender's chunk size, posts the
+// first chunk receives (into pinned chunk buffers for a device buffer,
+// into the caller's memory for a host one) and asks for chunks (ackOK).
+// The receives are posted before the clear-to-send, so the first chunks
+// never arrive unexpected. Progress finishes o when the data has arrived
+// (and been copied to the device).
 func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
-	dst := pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}
+	tag := pt2pt.InternalTag(d.src, d.ack|dataBit)
+	status := ackOK
 	var err error
-	if o.user.Kind == pt2pt.Device {
+	if o.user.Kind != pt2pt.Device && d.hostSrc {
+		status = ackWhole
+		o.data, err = t.inner.Irecv(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}, tag, pt2pt.InternalMask)
+	} else {
 		var ds *devState
-		if ds, err = t.deviceLocked(o.user.Device); err == nil {
-			o.stage, err = t.staging.get(ds.dev, d.size)
-			dst.Ptr = o.stage.p
+		if o.user.Kind == pt2pt.Device {
+			ds, err = t.deviceLocked(o.user.Device)
+		}
+		if err == nil {
+			o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, d.chunk, ds)
+		}
+		if err == nil {
+			t.pumpLocked(o.pipe)
+			err = o.pipe.err
 		}
 	}
-	if err == nil {
-		o.data, err = t.inner.Irecv(dst, pt2pt.InternalTag(d.src, d.ack|dataBit), pt2pt.InternalMask)
-	}
 	if err != nil {
+		if o.pipe != nil && o.pipe.busy() {
+			// A receive posted before the failure: let the pipe
+			// finish once it is cancelled.
+			o.state.Store(stData)
+			t.addActiveLocked(o)
+			t.sendAckLocked(d.src, d.ack, ackFailed)
+			return
+		}
+		if o.pipe != nil {
+			t.releasePipe(o.pipe)
+			o.pipe = nil
+		}
 		o.res.Err = err
 		t.sendAckLocked(d.src, d.ack, ackFailed)
 		t.finish(o)
@@ -414,25 +460,33 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 	}
 	o.state.Store(stData)
 	t.addActiveLocked(o)
-	t.sendAckLocked(d.src, d.ack, ackOK)
+	t.sendAckLocked(d.src, d.ack, status)
 }
 
-// rtsLandedLocked finishes a rendezvous receive whose data arrived (r).
+// rtsLandedLocked finishes a rendezvous receive whose data arrived whole
+// (r) in the caller's host buffer.
 func (t *Transport) rtsLandedLocked(o *op, r pt2pt.Result) {
 	switch {
 	case r.Err != nil:
 		o.res.Err = r.Err
 	case r.Cancelled || r.Truncated || r.Len != o.res.Len:
 		o.res.Err = fmt.Errorf("gpu: rendezvous data of %d bytes, want %d", r.Len, o.res.Len)
-	case o.stage.p != nil:
-		err := t.copyLocked(o, o.user.Device, func(ds *devState) error {
-			return ds.dev.MemcpyHtoDAsync(devPtr(o.user.Ptr), o.stage.p, r.Len, ds.stream)
-		})
-		if err == nil {
-			return
-		}
-		o.res.Err = err
 	}
+	t.finish(o)
+}
+
+// finishPipeLocked ends a rendezvous whose pipe has finished: an error
+// already recorded on o (a refused clear-to-send) wins over the pipe's.
+func (t *Transport) finishPipeLocked(o *op) {
+	p := o.pipe
+	if o.res.Err == nil {
+		o.res.Err = p.err
+	}
+	if o.kind == kindRecv && o.res.Err == nil && p.host == nil {
+		countStaged("receive: a staged message from the sender's path", p.size)
+	}
+	t.releasePipe(p)
+	o.pipe = nil
 	t.finish(o)
 }
 
@@ -440,6 +494,14 @@ func (t *Transport) rtsLandedLocked(o *op, r pt2pt.Result) {
 func (t *Transport) stepLocked(o *op) bool {
 	switch o.state.Load() {
 	case stData:
+		if p := o.pipe; p != nil {
+			moved := t.pumpLocked(p)
+			if p.finished() {
+				t.finishPipeLocked(o)
+				return true
+			}
+			return moved
+		}
 		if !o.data.Done() {
 			return false
 		}
@@ -453,11 +515,17 @@ func (t *Transport) stepLocked(o *op) bool {
 			t.rtsLandedLocked(o, r)
 		}
 		return true
-	case stPosted: // released before completion
+	case stPosted: // released before completion, or a rendezvous send
+		moved := false
+		if o.pipe != nil {
+			// Device-to-host copies ahead of the clear-to-send.
+			moved = t.pumpLocked(o.pipe)
+		}
 		if o.inner.Done() && o.state.CompareAndSwap(stPosted, stBusy) {
 			t.completeLocked(o)
 			return true
 		}
+		return moved
 	case stCopy:
 		done, err := o.ds.dev.EventQuery(o.ev)
 		if !done && err == nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,13 @@ type Config struct {
 	// a job must use the same value: receivers size their landing buffers
 	// by it.
 	RndvThreshold int
+	// StagingChunk is GOMPIX_STAGING_CHUNK: the chunk size of a
+	// rendezvous's data phase when either side is a device buffer (0:
+	// DefaultStagingChunk). The sender's value travels in its request.
+	StagingChunk int
+	// StagingDepth is GOMPIX_STAGING_DEPTH: chunks of one message in
+	// flight on each side (0: DefaultStagingDepth).
+	StagingDepth int
 	// DebugPath logs each (peer, path) choice once, with its reason, to
 	// Log (default os.Stderr).
 	DebugPath bool
@@ -128,6 +136,13 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
+	if cfg.StagingChunk <= 0 {
+		cfg.StagingChunk = DefaultStagingChunk
+	}
+	if cfg.StagingDepth <= 0 {
+		cfg.StagingDepth = DefaultStagingDepth
+	}
+	cfg.StagingDepth = min(cfg.StagingDepth, maxStagingDepth)
 	t := &Transport{inner: inner, cfg: cfg, allLocal: true, devs: map[int]*devState{}}
 	if d, ok := inner.(pt2pt.DeviceMemoryTransport); ok {
 		t.ucxDev = d.DeviceMemory()
@@ -230,7 +245,7 @@ func (ds *devState) event() (cudadrv.Event, error) {
 func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
 	if m.Kind != pt2pt.Device {
 		if m.Len >= t.rndv {
-			return t.rtsSend(dest, m, tag, staging{})
+			return t.rtsSend(dest, m, tag, nil)
 		}
 		return t.inner.Isend(dest, m, tag, sync)
 	}
@@ -263,10 +278,13 @@ func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
 	return info, nil
 }
 
-// stagedSend copies the device buffer into pinned staging memory and sends
-// that. The copy is synchronous, in the caller: the send is posted to the
-// transport before Isend returns, which keeps MPI's order among a
-// sender's messages without a queue.
+// stagedSend sends a device buffer through pinned host memory. From the
+// rendezvous threshold on, the request goes out at once and the data
+// follows in chunks, copied device-to-host on the device's stream while
+// earlier chunks are on the wire (pipe.go). A smaller message is copied
+// whole, synchronously, in the caller: the send is posted to the transport
+// before Isend returns, which keeps MPI's order among a sender's messages
+// without a queue.
 func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
 	if m.Len == 0 {
 		return t.inner.Isend(dest, pt2pt.Mem{}, tag, sync)
@@ -280,6 +298,9 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 	if _, err := checkDevice(ds.dev, m); err != nil {
 		return nil, err
 	}
+	if m.Len >= t.rndv {
+		return t.rtsSend(dest, m, tag, ds)
+	}
 	st, err := t.staging.get(ds.dev, m.Len)
 	if err != nil {
 		return nil, err
@@ -287,14 +308,6 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 	if err := ds.dev.MemcpyDtoH(st.bytes(m.Len), devPtr(m.Ptr)); err != nil {
 		t.staging.put(st)
 		return nil, err
-	}
-	if m.Len >= t.rndv {
-		o, err := t.rtsSend(dest, pt2pt.Mem{Ptr: st.p, Len: m.Len}, tag, st)
-		if err != nil {
-			t.staging.put(st)
-			return nil, err
-		}
-		return o, nil
 	}
 	in, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: st.p, Len: m.Len}, tag, sync)
 	if err != nil {
@@ -349,44 +362,62 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	return o, nil
 }
 
-// rtsSend sends m (host memory: the caller's buffer, or st holding a
-// staged copy of a device buffer) by rendezvous: a descriptor with the
-// size and an exchange id on the caller's tag (so it matches in order with
-// the sender's other messages), then the data on InternalTag(me,
-// id|dataBit) once the receiver's clear-to-send arrives on
-// InternalTag(dest, id). The op is on t.active from the start, so Progress
+// rtsSend sends m (the caller's host buffer, or its device buffer on ds)
+// by rendezvous: a descriptor with the size, an exchange id and the chunk
+// size on the caller's tag (so it matches in order with the sender's other
+// messages), then the data on InternalTag(me, id|dataBit) once the
+// receiver's clear-to-send arrives on InternalTag(dest, id): whole from a
+// host buffer to a host receive, in chunks otherwise (pipe.go). A device
+// buffer's first chunks are copied to pinned memory at once, overlapping
+// the round trip. The op is on t.active from the start, so Progress
 // answers the clear-to-send even while the owner waits on something else
 // (the receiver may be waiting for this data to finish what its owner
-// waits on). The send completes when the data send does (or at once on a
-// "truncated" clear-to-send), which also gives Ssend's semantics.
-func (t *Transport) rtsSend(dest int, m pt2pt.Mem, tag uint64, st staging) (pt2pt.Op, error) {
+// waits on). The send completes when the data has been sent (or at once
+// on a "truncated" clear-to-send), which also gives Ssend's semantics.
+func (t *Transport) rtsSend(dest int, m pt2pt.Mem, tag uint64, ds *devState) (pt2pt.Op, error) {
 	id := t.nextAck.Add(1) & idMask
+	var p *pipe
+	if ds != nil {
+		var err error
+		if p, err = t.newPipe(true, dest, pt2pt.InternalTag(t.Rank(), id|dataBit), m, m.Len, t.cfg.StagingChunk, ds); err != nil {
+			return nil, err
+		}
+	}
 	cts := t.smalls.get()
 	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: cts.mem(1), Len: 1}, pt2pt.InternalTag(dest, id), pt2pt.InternalMask)
 	if err != nil {
 		t.smalls.put(cts)
+		if p != nil {
+			t.releasePipe(p)
+		}
 		return nil, err
 	}
 	dsc := t.smalls.get()
-	d := descriptor{kind: descRTS, ack: id, src: t.Rank(), size: m.Len}
+	d := descriptor{kind: descRTS, ack: id, src: t.Rank(), size: m.Len, chunk: t.cfg.StagingChunk, hostSrc: ds == nil}
 	d.encode(dsc.b[:])
 	sop, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: dsc.mem(descSize), Len: descSize}, tag|pt2pt.DescriptorBit, false)
 	if err != nil {
 		in.Cancel()
 		t.background(bgItem{op: in, small: cts})
 		t.smalls.put(dsc)
+		if p != nil {
+			t.releasePipe(p)
+		}
 		return nil, err
 	}
 	t.background(bgItem{op: sop, small: dsc})
 	o := t.newOp(kindRTSSend)
-	o.inner, o.small, o.stage, o.driven = in, cts, st, true
-	o.user = pt2pt.Mem{Ptr: m.Ptr, Len: m.Len}
+	o.inner, o.small, o.pipe, o.driven = in, cts, p, true
+	o.user = m
 	o.ackTo, o.ackID = dest, id
 	t.nrts.Add(1)
 	t.mu.Lock()
 	o.inActive = true
 	t.active = append(t.active, o)
 	t.nwork.Add(1)
+	if p != nil {
+		t.pumpLocked(p)
+	}
 	t.mu.Unlock()
 	return o, nil
 }
@@ -600,9 +631,14 @@ func (t *Transport) ProgressFor(p pt2pt.Op) bool {
 }
 
 // Idle sleeps in the wrapped transport unless device work or a background
-// send is pending, which only polling notices.
+// send is pending, which only polling notices. Then it only yields to
+// other goroutines: the caller keeps polling, but whatever completes the
+// work (a pipelined rendezvous's peer rank in-process, the fake driver's
+// stream goroutines) gets the processor without waiting for the
+// scheduler to preempt a spinning waiter (10 ms).
 func (t *Transport) Idle() {
 	if t.nwork.Load() > 0 {
+		runtime.Gosched()
 		return
 	}
 	t.inner.Idle()

@@ -1,0 +1,432 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/cudadrv/fake"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// The pipelined staged rendezvous (pipe.go), with a small threshold and an
+// odd chunk size so that messages of a few chunks stay cheap under -race.
+const (
+	pipeRndv  = 4096
+	pipeChunk = 5000
+)
+
+// pipeSizes: below the threshold (eager), one chunk exactly, one byte
+// over, several chunks with a short last one, and many chunks.
+var pipeSizes = []int{0, 1, pipeRndv - 1, pipeRndv, pipeChunk, pipeChunk + 1, 3 * pipeChunk, 3*pipeChunk + 7, 1<<16 + 3, 1<<20 + 13}
+
+// stagedModes send device buffers through host memory: forced, and auto
+// mode with an IPC threshold no message reaches.
+var stagedModes = []struct {
+	name string
+	cfg  Config
+}{
+	{"staged", Config{Mode: ModeStaged}},
+	{"auto-below-ipc", Config{Mode: ModeAuto, IPCThreshold: math.MaxInt}},
+}
+
+func pipeConfig(base Config, depth int) Config {
+	base.RndvThreshold, base.StagingChunk, base.StagingDepth = pipeRndv, pipeChunk, depth
+	return base
+}
+
+// TestPipelined: every kind pair over the staged path, multi-chunk sizes
+// that are not multiples of the chunk, every send/receive style, pipeline
+// depths 1 to 3; data and guard bytes checked element by element.
+func TestPipelined(t *testing.T) {
+	for _, m := range stagedModes {
+		for name, kk := range kinds {
+			for _, depth := range []int{1, 2, 3} {
+				t.Run(fmt.Sprintf("%s/%s/depth%d", m.name, name, depth), func(t *testing.T) {
+					runJob(t, 2, pipeConfig(m.cfg, depth), func(k *rank) error {
+						for _, n := range pipeSizes {
+							for si, style := range styles {
+								if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
+									return fmt.Errorf("%s %d B: %w", style, n, err)
+								}
+							}
+						}
+						return nil
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestPipelinedManyInFlight: many multi-chunk messages in flight between
+// one pair at once, both directions, of every kind pair, some on one tag
+// (their order must hold: each receive gets the message sent in its
+// position) and some on distinct tags received in reverse order; half the
+// receives are posted before the sends, half after.
+func TestPipelinedManyInFlight(t *testing.T) {
+	for _, m := range stagedModes {
+		t.Run(m.name, func(t *testing.T) {
+			runJob(t, 2, pipeConfig(m.cfg, 2), func(k *rank) error {
+				const count = 24
+				peer := 1 - k.r
+				size := func(i int) int { return pipeRndv + (i*7919)%(6*pipeChunk) }
+				tag := func(i int) int {
+					if i%2 == 0 {
+						return 1 // same tag: order kept
+					}
+					return 100 + i
+				}
+				recvs := make([]*buf, count)
+				reqs := make([]*pt2pt.Request, count)
+				post := func(i int) error {
+					recvs[i] = k.alloc(t, pt2pt.MemKind(i/2%2), size(i))
+					r, err := k.c.Irecv(recvs[i].m, peer, tag(i))
+					reqs[i] = r
+					return err
+				}
+				// Early receives: the same-tag ones in order, the others
+				// in reverse.
+				for i := 0; i < count/2; i += 2 {
+					if err := post(i); err != nil {
+						return err
+					}
+				}
+				for i := count/2 - 1; i > 0; i -= 2 {
+					if err := post(i); err != nil {
+						return err
+					}
+				}
+				var sends []*pt2pt.Request
+				var sbufs []*buf
+				for i := 0; i < count; i++ {
+					sb := k.alloc(t, pt2pt.MemKind((i+i/2)%2), size(i))
+					sb.fill(i + 1000*k.r)
+					s, err := k.c.Isend(sb.m, peer, tag(i), i%3 == 0)
+					if err != nil {
+						return err
+					}
+					sends, sbufs = append(sends, s), append(sbufs, sb)
+				}
+				for i := count / 2; i < count; i += 2 {
+					if err := post(i); err != nil {
+						return err
+					}
+				}
+				for i := count - 1; i > count/2; i -= 2 {
+					if err := post(i); err != nil {
+						return err
+					}
+				}
+				for i := count - 1; i >= 0; i-- {
+					st, err := reqs[i].Wait()
+					if err != nil {
+						return fmt.Errorf("receive %d: %w", i, err)
+					}
+					if st.Bytes != size(i) || st.Tag != tag(i) {
+						return fmt.Errorf("receive %d: status %+v", i, st)
+					}
+				}
+				for _, s := range sends {
+					if _, err := s.Wait(); err != nil {
+						return err
+					}
+				}
+				for i, rb := range recvs {
+					if err := rb.check(i+1000*peer, size(i)); err != nil {
+						return fmt.Errorf("message %d: %w", i, err)
+					}
+					rb.free()
+					sbufs[i].free()
+				}
+				if used, _ := k.tr.staging.inUse(); used != 0 {
+					return fmt.Errorf("%d B of staging still handed out", used)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestPipelinedTruncation: a multi-chunk message into a smaller buffer
+// (host or device) reports ErrTruncate with the real size, sends no chunk,
+// leaves the buffer as it was, and the next message arrives whole; the
+// sender completes (Send and Ssend) and its prefetched chunks are given
+// back.
+func TestPipelinedTruncation(t *testing.T) {
+	for name, kk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			runJob(t, 2, pipeConfig(Config{Mode: ModeStaged}, 3), func(k *rank) error {
+				for _, c := range [][2]int{{4 * pipeChunk, 2*pipeChunk + 1}, {3*pipeChunk + 7, pipeRndv}, {2 * pipeChunk, 10}, {pipeChunk + 1, 0}} {
+					n, have := c[0], c[1]
+					if k.r == 0 {
+						for i, sync := range []bool{false, true} {
+							b := k.alloc(t, kk[0], n)
+							b.fill(n + i)
+							err := k.c.Send(b.m, 1, 3, sync)
+							b.free()
+							if err != nil {
+								return err
+							}
+						}
+						continue
+					}
+					b := k.alloc(t, kk[1], have)
+					st, err := k.c.Recv(b.m, 0, 3)
+					if !errors.Is(err, pt2pt.ErrTruncate) || st.Bytes != n {
+						return fmt.Errorf("%d B into %d: %v, status %+v; want ErrTruncate and the real size", n, have, err, st)
+					}
+					if err := b.check(0, 0); err != nil {
+						return fmt.Errorf("%d B into %d: the buffer changed: %w", n, have, err)
+					}
+					b.free()
+					whole := k.alloc(t, kk[1], n)
+					if _, err := k.c.Recv(whole.m, 0, 3); err != nil {
+						return err
+					}
+					if err := whole.check(n+1, n); err != nil {
+						return fmt.Errorf("the message after a truncated one: %w", err)
+					}
+					whole.free()
+				}
+				if used, _ := k.tr.staging.inUse(); used != 0 {
+					return fmt.Errorf("%d B of staging still handed out", used)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestPipelinedPinnedBound: a large D->D transfer pins at most depth
+// chunk buffers on the sender, and on the receiver the larger of its
+// landing area and depth chunk buffers, whatever the message's size.
+// Several such messages in flight at once pin that much each.
+func TestPipelinedPinnedBound(t *testing.T) {
+	const chunk, depth, n, inflight = 64 << 10, 3, 8<<20 + 5, 2
+	cfg := Config{Mode: ModeStaged, RndvThreshold: 16 << 10, StagingChunk: chunk, StagingDepth: depth}
+	runJob(t, 2, cfg, func(k *rank) error {
+		var reqs []*pt2pt.Request
+		var bufs []*buf
+		for i := 0; i < inflight; i++ {
+			b := k.alloc(t, pt2pt.Device, n)
+			var r *pt2pt.Request
+			var err error
+			if k.r == 0 {
+				b.fill(i)
+				r, err = k.c.Isend(b.m, 1, i, false)
+			} else {
+				r, err = k.c.Irecv(b.m, 0, i)
+			}
+			if err != nil {
+				return err
+			}
+			reqs, bufs = append(reqs, r), append(bufs, b)
+		}
+		for _, r := range reqs {
+			if _, err := r.Wait(); err != nil {
+				return err
+			}
+		}
+		for i, b := range bufs {
+			if k.r == 1 {
+				if err := b.check(i, n); err != nil {
+					return fmt.Errorf("message %d: %w", i, err)
+				}
+			}
+			b.free()
+		}
+		used, peak := k.tr.staging.inUse()
+		if used != 0 {
+			return fmt.Errorf("%d B of staging still handed out", used)
+		}
+		per := int64(depth * sizeClass(chunk))
+		if k.r == 1 {
+			per = max(per, int64(sizeClass(cfg.RndvThreshold-1)))
+		}
+		if peak > inflight*per {
+			return fmt.Errorf("peak pinned staging %d B, bound %d x %d B", peak, inflight, per)
+		}
+		if peak < per {
+			return fmt.Errorf("peak pinned staging %d B: the pipeline never filled (want at least %d)", peak, per)
+		}
+		return nil
+	})
+}
+
+// TestPipelinedSenderFails: a sender whose device buffer goes away in the
+// middle of a pipelined send (freed by a faulty program) reports the
+// copy's error, and the receiver fails with an error naming the sender
+// instead of waiting for chunks that never come; the pair keeps working.
+func TestPipelinedSenderFails(t *testing.T) {
+	runJob(t, 2, pipeConfig(Config{Mode: ModeStaged}, 1), func(k *rank) error {
+		const n = 5 * pipeChunk
+		if k.r == 0 {
+			b := k.alloc(t, pt2pt.Device, n)
+			r, err := k.c.Isend(b.m, 1, 4, false)
+			if err != nil {
+				return err
+			}
+			b.free() // chunk 0 was copied ahead; chunk 1 cannot be
+			if err := k.c.Send(pt2pt.Mem{}, 1, 1, false); err != nil {
+				return err
+			}
+			if _, err := r.Wait(); err == nil {
+				return errors.New("the send of a freed buffer succeeded")
+			}
+		} else {
+			if _, err := k.c.Recv(pt2pt.Mem{}, 0, 1); err != nil {
+				return err
+			}
+			b := k.alloc(t, pt2pt.Device, n)
+			_, err := k.c.Recv(b.m, 0, 4)
+			b.free()
+			if !errors.Is(err, errSenderFailed) {
+				return fmt.Errorf("receive from a failing sender: %v, want %v", err, errSenderFailed)
+			}
+		}
+		return exchange(t, k, kinds["DD"], 3*pipeChunk, 9, "sendrecv")
+	})
+}
+
+// TestPipelinedOverlap: the sender copies chunk i+1 while chunk i is on
+// the wire. A receiver that holds back its chunk receives (its owner is
+// not progressing) shows it: the sender's depth slots all fill before any
+// chunk send completes.
+func TestPipelinedOverlap(t *testing.T) {
+	drv := fake.New(fake.Options{Devices: 1})
+	defer drv.Close()
+	dev, err := drv.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Transport{cfg: Config{StagingDepth: 3}}
+	ds := &devState{dev: dev}
+	if ds.stream, err = dev.StreamCreate(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10 * 4096
+	p0, err := dev.MemAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.MemFree(p0)
+	src := pattern(3, n)
+	if err := dev.MemcpyHtoD(p0, src); err != nil {
+		t.Fatal(err)
+	}
+	w := &wire{}
+	tr.inner = w
+	p, err := tr.newPipe(true, 1, 77, pt2pt.Mem{Ptr: devicePointer(p0), Len: n, Kind: pt2pt.Device}, n, 4096, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the clear-to-send: copies only.
+	for deadline := time.Now().Add(10 * time.Second); !allReady(p) && time.Now().Before(deadline); {
+		tr.pumpLocked(p)
+		runtime.Gosched()
+	}
+	if !allReady(p) || len(w.sent) != 0 {
+		t.Fatalf("before the clear-to-send: slots %+v, %d sends", p.slots, len(w.sent))
+	}
+	p.cts = true
+	tr.pumpLocked(p)
+	if len(w.sent) != 3 || p.next != 3 {
+		t.Fatalf("after the clear-to-send: %d sends posted, %d chunks begun; want 3 and 3", len(w.sent), p.next)
+	}
+	var got []byte
+	for !p.finished() {
+		w.completeAll(&got)
+		tr.pumpLocked(p)
+		runtime.Gosched()
+	}
+	w.completeAll(&got)
+	if p.err != nil || string(got) != string(src) {
+		t.Fatalf("pipe: err %v, %d bytes, equal %v", p.err, len(got), string(got) == string(src))
+	}
+	tr.releasePipe(p)
+	for _, e := range ds.events {
+		dev.EventDestroy(e)
+	}
+	dev.StreamDestroy(ds.stream)
+	if used, _ := tr.staging.inUse(); used != 0 {
+		t.Fatalf("%d B still handed out", used)
+	}
+	tr.staging.drain()
+}
+
+func allReady(p *pipe) bool {
+	for _, s := range p.slots {
+		if s.state != slotReady {
+			return false
+		}
+	}
+	return true
+}
+
+// wire is a transport whose sends complete only when the test says so.
+type wire struct {
+	pt2pt.Transport
+	sent []*wireOp
+}
+
+type wireOp struct {
+	data []byte
+	done atomic.Bool
+}
+
+func (o *wireOp) Done() bool           { return o.done.Load() }
+func (o *wireOp) Result() pt2pt.Result { return pt2pt.Result{} }
+func (o *wireOp) Cancel()              {}
+func (o *wireOp) Release()             {}
+
+func (w *wire) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
+	o := &wireOp{data: append([]byte(nil), unsafe.Slice((*byte)(m.Ptr), m.Len)...)}
+	w.sent = append(w.sent, o)
+	return o, nil
+}
+
+func (w *wire) completeAll(got *[]byte) {
+	for _, o := range w.sent {
+		*got = append(*got, o.data...)
+		o.done.Store(true)
+	}
+	w.sent = nil
+}
+
+// TestStagedPipelineGPU is the pipelined staged path on the real driver:
+// two goroutine ranks in one process (so GOMPIX_GPU_PATH=staged: the
+// driver refuses same-process IPC handles), H->D, D->H and D->D of
+// multi-chunk sizes not multiples of the chunk, up to 64 MiB + 5 in the
+// default 1 MiB chunks, every element checked, and the pinned-memory
+// bound. Skips without a GPU (fails under GOMPIX_REQUIRE_GPU=1).
+func TestStagedPipelineGPU(t *testing.T) {
+	drv, _ := realDriver(t)
+	for _, name := range []string{"HD", "DH", "DD"} {
+		kk := kinds[name]
+		t.Run(name, func(t *testing.T) {
+			cfg := Config{Mode: ModeStaged}
+			runRanks(t, drv, 2, cfg, func(k *rank) error {
+				for _, n := range []int{DefaultRndvThreshold, DefaultStagingChunk + 1, 3*DefaultStagingChunk + 7, 64<<20 + 5} {
+					if err := exchange(t, k, kk, n, n%251, "sendrecv"); err != nil {
+						return fmt.Errorf("%d B: %w", n, err)
+					}
+				}
+				used, peak := k.tr.staging.inUse()
+				bound := int64(2 * DefaultStagingDepth * DefaultStagingChunk) // one message each way
+				if used != 0 || peak > bound {
+					return fmt.Errorf("staging: %d B in use, peak %d B (bound %d)", used, peak, bound)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+var _ cudadrv.Driver = (*fake.Driver)(nil)
