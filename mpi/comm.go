@@ -265,6 +265,12 @@ func (c *Comm) Send(buf Buffer, dest, tag int) error {
 	if err := checkBuf("send", buf); err != nil {
 		return err
 	}
+	// A short message goes out inside one transport call that keeps no
+	// reference to the buffer, so it needs no pin (pinning costs more than
+	// such a message's whole send).
+	if sent, err := c.pc.TrySend(buf.mem(), dest, tag); sent || err != nil {
+		return err
+	}
 	p := pinBuffers(buf)
 	err := c.pc.Send(buf.mem(), dest, tag, false)
 	unpin(p)

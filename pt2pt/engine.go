@@ -34,6 +34,11 @@ type Engine struct {
 	world *Comm
 	// deviceOK: the transport moves device memory (DeviceMemoryTransport).
 	deviceOK bool
+	// The transport's optional capabilities, asserted once here rather
+	// than on every operation; nil when t lacks them.
+	fp  FocusedProgresser
+	br  BlockingReceiver
+	imm ImmediateSender
 
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
@@ -45,6 +50,9 @@ func NewEngine(t Transport, o Options) *Engine {
 	if d, ok := t.(DeviceMemoryTransport); ok {
 		e.deviceOK = d.DeviceMemory()
 	}
+	e.fp, _ = t.(FocusedProgresser)
+	e.br, _ = t.(BlockingReceiver)
+	e.imm, _ = t.(ImmediateSender)
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
 	return e
 }
@@ -84,11 +92,10 @@ func (e *Engine) claimContext(id uint32) error {
 // progress with sleeping in the transport so idle ranks leave the CPU to
 // others.
 func (e *Engine) wait(op Op) {
-	fp, focused := e.t.(FocusedProgresser)
 	for i := 0; !op.Done(); i++ {
 		var progressed bool
-		if focused {
-			progressed = fp.ProgressFor(op)
+		if e.fp != nil {
+			progressed = e.fp.ProgressFor(op)
 		} else {
 			progressed = e.t.Progress()
 		}
@@ -337,6 +344,38 @@ func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
 	return err
 }
 
+// TrySend is a blocking standard-mode send that succeeds only when the
+// transport can complete it inside one call (ImmediateSender), and reports
+// whether it did; when it did not, nothing was sent and the caller uses
+// Send. The transport keeps no reference to m afterwards, so package mpi
+// tries this before pinning a blocking send's buffer. Argument errors are
+// reported as Send would.
+func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
+	if err := c.check("send"); err != nil {
+		return false, err
+	}
+	if err := c.checkPeer("send", dest, false); err != nil {
+		return false, err
+	}
+	if err := checkTag("send", tag, false); err != nil {
+		return false, err
+	}
+	if err := c.checkMem("send", m); err != nil {
+		return false, err
+	}
+	if dest == ProcNull {
+		return true, nil
+	}
+	if c.e.imm == nil || m.Kind != Host {
+		return false, nil
+	}
+	sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(c.ctx, c.rank, tag))
+	if err != nil {
+		return false, &OpError{Op: "send", Class: ErrOther, Err: err}
+	}
+	return sent, nil
+}
+
 // Recv is the blocking Irecv + Wait, without allocating a Request.
 func (c *Comm) Recv(m Mem, src, tag int) (Status, error) {
 	r, err := c.postRecv(m, src, tag, c.ctx, "recv", true)
@@ -381,8 +420,8 @@ func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string, blocking b
 	t, mask := matchTag(ctx, src, tag)
 	var op Op
 	var err error
-	if br, ok := c.e.t.(BlockingReceiver); ok && blocking {
-		op, err = br.RecvWait(m, t, mask)
+	if blocking && c.e.br != nil {
+		op, err = c.e.br.RecvWait(m, t, mask)
 	} else {
 		op, err = c.e.t.Irecv(m, t, mask)
 	}

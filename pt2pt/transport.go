@@ -102,3 +102,13 @@ type DeviceMemoryTransport interface {
 type BlockingReceiver interface {
 	RecvWait(m Mem, tag, mask uint64) (Op, error)
 }
+
+// ImmediateSender is implemented by transports that can try to send a
+// message entirely inside one call (UCX: the inline eager path of a short
+// message). TrySend reports whether it sent m; when it did not, nothing was
+// posted and the caller sends as usual. Either way the transport keeps no
+// reference to m afterwards, so a blocking send that succeeds this way
+// needs neither a request nor pinned Go memory.
+type ImmediateSender interface {
+	TrySend(dest int, m Mem, tag uint64) (bool, error)
+}

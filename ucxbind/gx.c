@@ -132,15 +132,38 @@ static void gx_set_memtype(ucp_request_param_t *p, int memtype) {
     }
 }
 
-void gx_tag_send(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag,
-                 int sync, int memtype, gx_result *res) {
+void gx_drain(gx_wstate *st) {
+    for (int32_t i = 0; i < st->ndead; i++) {
+        gx_req_release(st->dead[i]);
+        st->dead[i] = NULL;
+    }
+    st->ndead = 0;
+}
+
+/* gx_state drains st's parked requests (the prologue of every hot-path
+ * call) and returns it typed. */
+static inline gx_wstate *gx_state(uintptr_t stp) {
+    gx_wstate *st = (gx_wstate *)stp;
+    if (st->ndead > 0) gx_drain(st);
+    return st;
+}
+
+void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
+                 int mode, int memtype, uintptr_t stp) {
+    gx_wstate *st = gx_state(stp);
     ucp_request_param_t p;
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
     p.cb.send = gx_send_cb;
     gx_set_memtype(&p, memtype);
-    ucs_status_ptr_t sp = sync ? ucp_tag_send_sync_nbx(ep, buf, len, tag, &p)
-                               : ucp_tag_send_nbx(ep, buf, len, tag, &p);
-    gx_fill(sp, res);
+    ucs_status_ptr_t sp;
+    if (mode == GX_SEND_SYNC) {
+        sp = ucp_tag_send_sync_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
+    } else {
+        if (mode == GX_SEND_NOW)
+            p.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+        sp = ucp_tag_send_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
+    }
+    gx_fill(sp, &st->res);
 }
 
 /* gx_recv_param prepares the parameters every receive shares: completion
@@ -166,8 +189,9 @@ static void gx_fill_recv(ucs_status_ptr_t sp, const ucp_tag_recv_info_t *info,
     }
 }
 
-void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
-                 uint64_t mask, int memtype, gx_result *res) {
+/* gx_recv_post posts a receive (gx_tag_recv's body, with typed arguments). */
+static void gx_recv_post(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
+                         uint64_t mask, int memtype, gx_result *res) {
     /* Match an already-arrived message first: its length is then known even
      * when the receive truncates (UCP reports no length for a receive that
      * fails immediately), and MPI's status must carry the real size. No
@@ -188,6 +212,13 @@ void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
     ucp_request_param_t p;
     gx_recv_param(&p, &info, memtype);
     gx_fill_recv(ucp_tag_recv_nbx(w, buf, len, tag, mask, &p), &info, res);
+}
+
+void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                 uint64_t mask, int memtype, uintptr_t stp) {
+    gx_wstate *st = gx_state(stp);
+    gx_recv_post((ucp_worker_h)w, (void *)buf, len, tag, mask, memtype,
+                 &st->res);
 }
 
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
@@ -213,7 +244,10 @@ void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,
     out->msg = remove ? (void *)m : NULL;
 }
 
-unsigned gx_progress_until(ucp_worker_h w, volatile int32_t *flag, int spins) {
+unsigned gx_progress_until(uintptr_t wp, volatile int32_t *flag, int spins,
+                           uintptr_t stp) {
+    ucp_worker_h w = (ucp_worker_h)wp;
+    if (stp != 0) gx_state(stp);
     unsigned n = 0;
     for (int i = 0; i < spins; i++) {
         if (flag != NULL && __atomic_load_n(flag, __ATOMIC_ACQUIRE)) break;
@@ -277,17 +311,24 @@ int gx_poll_fd(int efd, int timeout_ms) {
     return rc;
 }
 
-void gx_tag_recv_wait(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
-                      uint64_t mask, int memtype, int spins, gx_result *res) {
-    gx_tag_recv(w, buf, len, tag, mask, memtype, res);
-    gx_req *r = res->req;
-    if (r == NULL) return;
-    for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
-        ucp_worker_progress(w);
-    if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) return;
+/* gx_complete moves a done request's result into res and gives the request
+ * back to UCP. */
+static void gx_complete(gx_req *r, gx_result *res) {
     res->status = r->status;
     res->tag = r->tag;
     res->length = r->length;
     res->req = NULL;
     gx_req_release(r);
+}
+
+void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                      uint64_t mask, int memtype, int spins, uintptr_t stp) {
+    ucp_worker_h wh = (ucp_worker_h)w;
+    gx_result *res = &gx_state(stp)->res;
+    gx_recv_post(wh, (void *)buf, len, tag, mask, memtype, res);
+    gx_req *r = res->req;
+    if (r == NULL) return;
+    for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+        ucp_worker_progress(wh);
+    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) gx_complete(r, res);
 }

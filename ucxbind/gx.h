@@ -28,6 +28,18 @@ typedef struct gx_result {
     uint64_t length;
 } gx_result;
 
+/* gx_wstate is a worker's scratch state in C memory, shared by its calls
+ * (a SERIALIZED worker's calls never overlap): the result slot of the
+ * posting calls, and the requests Go has released but not yet given back to
+ * UCP. Handing those back inside the next hot-path call, instead of one call
+ * each, saves a completed operation a crossing from Go into C. */
+#define GX_DEAD_MAX 32
+typedef struct gx_wstate {
+    gx_result res;
+    int32_t   ndead;
+    gx_req   *dead[GX_DEAD_MAX];
+} gx_wstate;
+
 typedef struct gx_probe {
     int32_t  found;
     uint64_t tag;
@@ -43,24 +55,43 @@ int  gx_ep_create(ucp_worker_h w, const void *addr, ucp_ep_h *out);
 int  gx_ep_close(ucp_worker_h w, ucp_ep_h ep, int force);
 int  gx_worker_flush(ucp_worker_h w);
 
-void gx_tag_send(ucp_ep_h ep, const void *buf, size_t len, uint64_t tag,
-                 int sync, int memtype, gx_result *res);
-void gx_tag_recv(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
-                 uint64_t mask, int memtype, gx_result *res);
+/* The hot-path calls below take handles, buffers and the result slot as
+ * uintptr_t rather than pointers: cgo runs cgoCheckPointer on every
+ * pointer-typed argument of a call (a heap lookup per handle and a scan of
+ * the result struct), and none of these can carry Go pointers that matter:
+ * handles and the result slot are C memory, buffers hold plain bytes and
+ * are kept alive and pinned by their owners (ucxbind's Go side documents
+ * who). st points to the worker's gx_wstate. */
+
+/* Send modes for gx_tag_send. GX_SEND_NOW sends only if UCP can complete
+ * the send inside the call (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: the inline
+ * eager path); otherwise nothing is posted and res->status is
+ * UCS_ERR_NO_RESOURCE. UCP then keeps no reference to buf, which is what
+ * lets a blocking send skip pinning Go memory. */
+enum { GX_SEND_STD = 0, GX_SEND_SYNC = 1, GX_SEND_NOW = 2 };
+
+void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
+                 int mode, int memtype, uintptr_t st);
+void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                 uint64_t mask, int memtype, uintptr_t st);
 /* gx_tag_recv_wait posts a receive and progresses the worker up to spins
  * times in the same call; a receive that completes meanwhile is returned
  * completed (req NULL) with its request already released. It saves a blocking
  * receive two crossings between Go and C. */
-void gx_tag_recv_wait(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
-                      uint64_t mask, int memtype, int spins, gx_result *res);
+void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                      uint64_t mask, int memtype, int spins, uintptr_t st);
+/* gx_drain gives the requests parked in st->dead back to UCP. */
+void gx_drain(gx_wstate *st);
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
                      int memtype, gx_result *res);
 void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,
                   gx_probe *out);
 
 /* gx_progress_until progresses the worker until *flag != 0 or spins calls
- * have been made; returns the number of events handled. flag may be NULL. */
-unsigned gx_progress_until(ucp_worker_h w, volatile int32_t *flag, int spins);
+ * have been made; returns the number of events handled. flag may be NULL.
+ * It first drains st (a gx_wstate, or 0). */
+unsigned gx_progress_until(uintptr_t w, volatile int32_t *flag, int spins,
+                           uintptr_t st);
 /* gx_progress_until_any: the same for a list of requests: stops when any is
  * done. */
 unsigned gx_progress_any(ucp_worker_h w, gx_req **reqs, int n, int spins);

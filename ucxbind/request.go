@@ -6,6 +6,7 @@ package ucxbind
 import "C"
 
 import (
+	"runtime"
 	"unsafe"
 )
 
@@ -54,7 +55,7 @@ func (w *Worker) Release(r *Request) {
 	}
 	if r.r.done != 0 {
 		r.status, r.tag, r.length = Status(r.r.status), uint64(r.r.tag), uint64(r.r.length)
-		C.gx_req_release(r.r)
+		w.retire(r.r)
 	} else {
 		r.status = StatusInProgress
 		w.zombies = append(w.zombies, r.r)
@@ -84,23 +85,45 @@ func newRequest(res *C.gx_result) (Request, error) {
 
 // Send posts a tagged send of n bytes at p to ep. sync asks for a
 // synchronous send (completes once the receiver has matched it). hint is a
-// memory-type hint (HintDetect, HintHost, HintCUDA).
+// memory-type hint (HintDetect, HintHost, HintCUDA). The caller keeps the
+// memory at p alive, and pinned if it is Go memory, until the Request is
+// done.
 func (w *Worker) Send(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, sync bool, hint int) (Request, error) {
-	var res C.gx_result
-	s := 0
+	mode := C.GX_SEND_STD
 	if sync {
-		s = 1
+		mode = C.GX_SEND_SYNC
 	}
-	C.gx_tag_send(ep.h, p, C.size_t(n), C.uint64_t(tag), C.int(s), C.int(hint), &res)
-	return newRequest(&res)
+	C.gx_tag_send(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.int(mode), C.int(hint), w.stp())
+	runtime.KeepAlive(p)
+	return newRequest(w.res)
+}
+
+// SendNow sends n bytes at p to ep only if UCP can complete the send
+// within this call (its inline eager path, for messages up to the
+// transport's short-message size), and reports whether it did. When it did
+// not, nothing was posted. Either way UCP keeps no reference to p once
+// SendNow returns, so Go memory needs no pinning for it: cgo pins memory
+// handed to C for the duration of the call.
+func (w *Worker) SendNow(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, hint int) (bool, error) {
+	C.gx_tag_send(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.GX_SEND_NOW, C.int(hint), w.stp())
+	runtime.KeepAlive(p)
+	switch st := Status(w.res.status); st {
+	case StatusOK:
+		return true, nil
+	case StatusNoResource:
+		return false, nil
+	default:
+		return false, &Error{Op: "tag send", Status: st}
+	}
 }
 
 // Recv posts a tagged receive into n bytes at p, matching messages whose
-// tag equals tag in the bits set in mask.
+// tag equals tag in the bits set in mask. The caller keeps the memory at p
+// alive and pinned until the Request is done (see Send).
 func (w *Worker) Recv(p unsafe.Pointer, n int, tag, mask uint64, hint int) (Request, error) {
-	var res C.gx_result
-	C.gx_tag_recv(w.h, p, C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), &res)
-	return newRequest(&res)
+	C.gx_tag_recv(w.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), w.stp())
+	runtime.KeepAlive(p)
+	return newRequest(w.res)
 }
 
 // RecvWait is Recv followed by up to spins rounds of progress inside the
@@ -108,9 +131,9 @@ func (w *Worker) Recv(p unsafe.Pointer, n int, tag, mask uint64, hint int) (Requ
 // completed Request (its UCP request already released); otherwise the
 // in-flight Request is returned as Recv would.
 func (w *Worker) RecvWait(p unsafe.Pointer, n int, tag, mask uint64, hint, spins int) (Request, error) {
-	var res C.gx_result
-	C.gx_tag_recv_wait(w.h, p, C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), C.int(spins), &res)
-	return newRequest(&res)
+	C.gx_tag_recv_wait(w.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), C.int(spins), w.stp())
+	runtime.KeepAlive(p)
+	return newRequest(w.res)
 }
 
 // Message is a probed and removed (matched) message awaiting RecvMessage.

@@ -18,6 +18,7 @@ const (
 	StatusOK              Status = C.UCS_OK
 	StatusInProgress      Status = C.UCS_INPROGRESS
 	StatusNoMessage       Status = C.UCS_ERR_NO_MESSAGE
+	StatusNoResource      Status = C.UCS_ERR_NO_RESOURCE
 	StatusCanceled        Status = C.UCS_ERR_CANCELED
 	StatusTruncated       Status = C.UCS_ERR_MESSAGE_TRUNCATED
 	StatusUnreachable     Status = C.UCS_ERR_UNREACHABLE

@@ -17,6 +17,15 @@ type Worker struct {
 	h      C.ucp_worker_h
 	efd    C.int
 	hasEfd bool
+	// hp is h as an integer and st the worker's C scratch (gx_wstate:
+	// result slot, released requests), for the per-message calls (gx.h
+	// says why they take integers). One scratch serves every call because
+	// the worker's calls never overlap; keeping the result in C memory also
+	// saves each call a heap allocation (a Go variable whose address goes
+	// to C escapes).
+	hp  C.uintptr_t
+	st  *C.gx_wstate
+	res *C.gx_result // &st.res
 	// zombies are requests released by their owner before completion; they
 	// go back to UCP once their callback has run (see reap).
 	zombies []*C.gx_req
@@ -39,7 +48,25 @@ func (c *Context) NewWorker() (*Worker, error) {
 		}
 		w.hasEfd = true
 	}
+	w.hp = C.uintptr_t(uintptr(unsafe.Pointer(w.h)))
+	w.st = (*C.gx_wstate)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gx_wstate{}))))
+	w.res = &w.st.res
 	return w, nil
+}
+
+// stp is the scratch state as the hot-path calls take it.
+func (w *Worker) stp() C.uintptr_t { return C.uintptr_t(uintptr(unsafe.Pointer(w.st))) }
+
+// retire hands a done request back to UCP: parked in the scratch state
+// for the next hot-path call to release, or released now when the park is
+// full.
+func (w *Worker) retire(r *C.gx_req) {
+	if st := w.st; st.ndead < C.GX_DEAD_MAX {
+		st.dead[st.ndead] = r
+		st.ndead++
+		return
+	}
+	C.gx_req_release(r)
 }
 
 // Address returns the worker's address, to be published to peers.
@@ -57,7 +84,7 @@ func (w *Worker) Address() ([]byte, error) {
 // Progress calls ucp_worker_progress up to spins times in one cgo call and
 // returns the number of events handled.
 func (w *Worker) Progress(spins int) int {
-	n := int(C.gx_progress_until(w.h, nil, C.int(spins)))
+	n := int(C.gx_progress_until(w.hp, nil, C.int(spins), w.stp()))
 	if len(w.zombies) > 0 {
 		w.reap()
 	}
@@ -73,7 +100,7 @@ func (w *Worker) ProgressUntil(r *Request, spins int) int {
 	} else {
 		return 0
 	}
-	n := int(C.gx_progress_until(w.h, flag, C.int(spins)))
+	n := int(C.gx_progress_until(w.hp, flag, C.int(spins), w.stp()))
 	if len(w.zombies) > 0 {
 		w.reap()
 	}
@@ -106,18 +133,20 @@ func (w *Worker) Close() {
 		return
 	}
 	for len(w.zombies) > 0 {
-		C.gx_progress_until(w.h, nil, 100)
+		C.gx_progress_until(w.hp, nil, 100, 0)
 		w.reap()
 	}
+	C.gx_drain(w.st)
 	C.ucp_worker_destroy(w.h)
-	w.h = nil
+	C.free(unsafe.Pointer(w.st))
+	w.h, w.hp, w.st, w.res = nil, 0, nil, nil
 }
 
 func (w *Worker) reap() {
 	kept := w.zombies[:0]
 	for _, r := range w.zombies {
 		if r.done != 0 {
-			C.gx_req_release(r)
+			w.retire(r)
 		} else {
 			kept = append(kept, r)
 		}
@@ -130,7 +159,8 @@ func (w *Worker) reap() {
 
 // Endpoint is a connection to one peer worker (ucp_ep_h).
 type Endpoint struct {
-	h C.ucp_ep_h
+	h  C.ucp_ep_h
+	hp C.uintptr_t // h as an integer, for gx_tag_send
 }
 
 // Connect creates an endpoint to the worker whose address is addr.
@@ -144,7 +174,7 @@ func (w *Worker) Connect(addr []byte) (*Endpoint, error) {
 	if st := C.gx_ep_create(w.h, ca, &h); st != 0 {
 		return nil, statusErr("ucp_ep_create", st)
 	}
-	return &Endpoint{h: h}, nil
+	return &Endpoint{h: h, hp: C.uintptr_t(uintptr(unsafe.Pointer(h)))}, nil
 }
 
 // CloseEndpoint closes ep, flushing outstanding operations first unless
@@ -158,7 +188,7 @@ func (w *Worker) CloseEndpoint(ep *Endpoint, force bool) error {
 		f = 1
 	}
 	st := C.gx_ep_close(w.h, ep.h, C.int(f))
-	ep.h = nil
+	ep.h, ep.hp = nil, 0
 	return statusErr("ucp_ep_close", st)
 }
 

@@ -240,6 +240,19 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 	return newOp(t, req), nil
 }
 
+// TrySend sends m at once when UCX can complete it inside the call (the
+// inline eager path), for pt2pt.ImmediateSender; UCX keeps no reference
+// to m either way.
+func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (bool, error) {
+	ep, err := t.lockEndpoint(dest)
+	if err != nil {
+		return false, err
+	}
+	sent, err := t.w.SendNow(ep, m.Ptr, m.Len, tag, hint(m))
+	t.mu.Unlock()
+	return sent, err
+}
+
 func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	t.mu.Lock()
 	if t.closed {
@@ -299,6 +312,8 @@ func (t *Transport) Progress() bool {
 
 // ProgressFor polls the worker until op completes or a batch of rounds has
 // passed, checking op's request memory between rounds inside the C loop.
+// It leaves op untouched (other goroutines may be reading it: the GPU
+// decorator polls every op it tracks); op.Release gives the request back.
 func (t *Transport) ProgressFor(p pt2pt.Op) bool {
 	o, ok := p.(*op)
 	if !ok {
