@@ -166,7 +166,11 @@ func runRanks(t *testing.T, drv cudadrv.Driver, n int, cfg Config, body func(k *
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(jobTimeout):
+		// A rank that failed may have left its peers waiting: say why.
+		for len(errc) > 0 {
+			t.Error(<-errc)
+		}
 		t.Fatal("in-process job hung")
 	}
 	close(errc)
@@ -996,3 +1000,7 @@ func realDriver(t *testing.T) (cudadrv.Driver, cudadrv.Device) {
 	}
 	return drv, dev
 }
+
+// jobTimeout bounds an in-process job: a rank that fails while its
+// peers wait for it would otherwise hang the test binary.
+var jobTimeout = 2 * time.Minute

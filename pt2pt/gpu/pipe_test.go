@@ -430,3 +430,91 @@ func TestStagedPipelineGPU(t *testing.T) {
 }
 
 var _ cudadrv.Driver = (*fake.Driver)(nil)
+
+// TestProbeKeepsOrder: a Probe that takes a descriptor (IPC or rendezvous)
+// off the transport must not let it overtake the same sender's earlier
+// messages of other tags: receives wider than the probe (AnyTag, also
+// AnySource) get the messages in the order they were sent, and Iprobe
+// reports the earliest. (docs/gpu-p2p.md's "known ordering gap".)
+func TestProbeKeepsOrder(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"ipc", Config{Mode: ModeIPC}},
+		{"staged-rndv", pipeConfig(Config{Mode: ModeStaged}, 2)},
+		{"auto-rndv", pipeConfig(Config{Mode: ModeAuto, IPCThreshold: 64}, 2)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runJob(t, 2, c.cfg, func(k *rank) error {
+				// tag, kind, size of each message, in sending order; the
+				// probed one is the last.
+				msgs := []struct {
+					tag  int
+					kind pt2pt.MemKind
+					n    int
+				}{
+					{1, pt2pt.Host, 8},                 // plain
+					{3, pt2pt.Device, 100},             // ipc: descriptor; staged: plain
+					{4, pt2pt.Host, 3*pipeChunk + 1},   // rendezvous
+					{5, pt2pt.Device, 40},              // ipc below 64 B in auto: plain
+					{1, pt2pt.Device, 2*pipeChunk + 3}, // rendezvous or ipc
+					{2, pt2pt.Device, 3 * pipeChunk},   // probed
+				}
+				for round, anySource := range []bool{false, true} {
+					if k.r == 0 {
+						var reqs []*pt2pt.Request
+						var bufs []*buf
+						for i, m := range msgs {
+							b := k.alloc(t, m.kind, m.n)
+							b.fill(10*round + i)
+							r, err := k.c.Isend(b.m, 1, m.tag, false)
+							if err != nil {
+								return err
+							}
+							reqs, bufs = append(reqs, r), append(bufs, b)
+						}
+						for i, r := range reqs {
+							if _, err := r.Wait(); err != nil {
+								return err
+							}
+							bufs[i].free()
+						}
+						continue
+					}
+					last := msgs[len(msgs)-1]
+					st, err := k.c.Probe(0, last.tag)
+					if err != nil {
+						return err
+					}
+					if st.Bytes != last.n {
+						return fmt.Errorf("probe: %+v", st)
+					}
+					if st, ok, err := k.c.Iprobe(0, pt2pt.AnyTag); err != nil || !ok || st.Tag != msgs[0].tag || st.Bytes != msgs[0].n {
+						return fmt.Errorf("iprobe after probe: %+v %v %v, want the first message (tag %d)", st, ok, err, msgs[0].tag)
+					}
+					src := 0
+					if anySource {
+						src = pt2pt.AnySource
+					}
+					for i, m := range msgs {
+						b := k.alloc(t, pt2pt.MemKind((i+round)%2), 4*pipeChunk)
+						st, err := k.c.Recv(b.m, src, pt2pt.AnyTag)
+						if err != nil {
+							return err
+						}
+						if st.Tag != m.tag || st.Bytes != m.n {
+							return fmt.Errorf("round %d, receive %d: tag %d, %d B; want tag %d, %d B (sent order overtaken)", round, i, st.Tag, st.Bytes, m.tag, m.n)
+						}
+						b.m.Len = m.n
+						if err := b.check(10*round+i, m.n); err != nil {
+							return fmt.Errorf("round %d, message %d: %w", round, i, err)
+						}
+						b.free()
+					}
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -107,12 +107,15 @@ type bgItem struct {
 	stage staging
 }
 
-// stashed is a descriptor Iprobe took off the transport to learn the
-// message's size; receives match the stash before the transport.
+// stashed is a message Iprobe took off the transport: a descriptor, to
+// learn the message's size (small holds it), or a plain message of the
+// same sender that was ahead of such a descriptor (data holds it).
+// Receives match the stash, in its order, before the transport.
 type stashed struct {
 	tag   uint64
 	size  int
 	small *small
+	data  []byte
 }
 
 var (
@@ -463,6 +466,9 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 	tag &= mask
 	if t.nstash.Load() > 0 {
 		if s, ok := t.takeStash(tag, mask); ok {
+			if s.small == nil {
+				return t.stashedPlain(m, s), nil
+			}
 			o := t.newOp(kindRecv)
 			o.user, o.small, o.landing = m, s.small, s.small.mem(descSize)
 			o.inner = doneOp{pt2pt.Result{Tag: s.tag, Len: descSize}}
@@ -552,9 +558,42 @@ func (t *Transport) takeStash(tag, mask uint64) (stashed, bool) {
 	return stashed{}, false
 }
 
+// stashedPlain delivers a stashed plain message into m: the receive is
+// done when it returns (a device buffer gets a synchronous copy: this is
+// the rare case of a receive wider than an earlier Probe).
+func (t *Transport) stashedPlain(m pt2pt.Mem, s stashed) *op {
+	o := t.newOp(kindRecv)
+	o.user = m
+	o.res = pt2pt.Result{Tag: s.tag, Len: s.size, Truncated: s.size > m.Len}
+	o.inner = doneOp{o.res}
+	if n := min(s.size, m.Len); n > 0 {
+		if m.Kind == pt2pt.Device {
+			t.mu.Lock()
+			ds, err := t.deviceLocked(m.Device)
+			t.mu.Unlock()
+			if err == nil {
+				err = ds.dev.MemcpyHtoD(devPtr(m.Ptr), s.data[:n])
+			}
+			if err != nil {
+				o.res.Err = err
+			} else {
+				countStaged("receive: a staged message from the sender's path", n)
+			}
+		} else {
+			copy(unsafe.Slice((*byte)(m.Ptr), n), s.data[:n])
+		}
+	}
+	o.state.Store(stDone)
+	o.markDone()
+	return o
+}
+
 // Iprobe reports a waiting message; for an IPC or rendezvous message it
 // reports the size of the data, taking the descriptor off the transport
-// into the stash so as to read it.
+// into the stash so as to read it. MPI's order among one sender's
+// messages must survive that: the sender's earlier messages in the same
+// context, which the probe did not match but a wider receive may, are
+// taken into the stash first, in order (stashAhead).
 func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	mask &^= pt2pt.DescriptorBit
 	tag &= mask
@@ -572,25 +611,16 @@ func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	if err != nil || !ok || mt&pt2pt.DescriptorBit == 0 {
 		return mt, n, ok, err
 	}
+	if err := t.stashAhead(mt); err != nil {
+		return 0, 0, false, err
+	}
 	s := t.smalls.get()
-	op, err := t.inner.Irecv(pt2pt.Mem{Ptr: s.mem(descSize), Len: descSize}, mt, ^uint64(0))
+	res, err := t.take(pt2pt.Mem{Ptr: s.mem(descSize), Len: descSize}, mt)
 	if err != nil {
 		t.smalls.put(s)
 		return 0, 0, false, err
 	}
-	for !op.Done() {
-		// The descriptor has arrived (the probe saw it): this ends at once.
-		if !t.inner.Progress() && !op.Done() {
-			t.inner.Idle()
-		}
-	}
-	res := op.Result()
-	op.Release()
 	var d descriptor
-	if err := res.Err; err != nil || res.Cancelled {
-		t.smalls.put(s)
-		return 0, 0, false, fmt.Errorf("taking a probed descriptor: %v", err)
-	}
 	if err := d.decode(s.b[:res.Len]); err != nil {
 		t.smalls.put(s)
 		return 0, 0, false, err
@@ -600,6 +630,81 @@ func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	t.nstash.Add(1)
 	t.mu.Unlock()
 	return mt &^ pt2pt.DescriptorBit, d.size, true, nil
+}
+
+// senderMask selects a transport tag's context and source fields: one
+// sender's messages in one communicator, which MPI keeps in order.
+const senderMask = pt2pt.InternalMask &^ pt2pt.MaxTag
+
+// stashAhead moves into the stash, in order, every message of mt's sender
+// and context that is ahead of mt in the transport. The transport's probe
+// returns the earliest matching message, so probing the sender's context
+// with any tag yields them one by one until mt itself; mt is the first
+// message with its exact tag, since any earlier one would have matched
+// the probe that found mt.
+func (t *Transport) stashAhead(mt uint64) error {
+	from := mt & senderMask
+	for {
+		ft, n, ok, err := t.inner.Iprobe(from, senderMask)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("gpu: the probed message %#x left the transport (a concurrent receive?)", mt)
+		case ft == mt:
+			return nil
+		}
+		e := stashed{tag: ft, size: n}
+		var mem pt2pt.Mem
+		if ft&pt2pt.DescriptorBit != 0 {
+			e.small = t.smalls.get()
+			mem = pt2pt.Mem{Ptr: e.small.mem(descSize), Len: descSize}
+		} else if n > 0 {
+			e.data = make([]byte, n)
+			mem = pt2pt.Mem{Ptr: unsafe.Pointer(&e.data[0]), Len: n}
+		}
+		var pin runtime.Pinner // the transport may keep the address (cgo)
+		if e.data != nil {
+			pin.Pin(&e.data[0])
+		}
+		res, err := t.take(mem, ft)
+		pin.Unpin()
+		if err == nil && e.small != nil {
+			var d descriptor
+			if err = d.decode(e.small.b[:res.Len]); err == nil {
+				e.size = d.size
+			}
+		}
+		if err != nil {
+			t.smalls.put(e.small)
+			return err
+		}
+		t.mu.Lock()
+		t.stash = append(t.stash, e)
+		t.nstash.Add(1)
+		t.mu.Unlock()
+	}
+}
+
+// take receives the message with transport tag mt, which a probe has seen
+// waiting, into m.
+func (t *Transport) take(m pt2pt.Mem, mt uint64) (pt2pt.Result, error) {
+	op, err := t.inner.Irecv(m, mt, ^uint64(0))
+	if err != nil {
+		return pt2pt.Result{}, err
+	}
+	for !op.Done() {
+		// The message has arrived (the probe saw it): this ends soon.
+		if !t.inner.Progress() && !op.Done() {
+			t.inner.Idle()
+		}
+	}
+	res := op.Result()
+	op.Release()
+	if res.Err != nil || res.Cancelled || res.Truncated {
+		return res, fmt.Errorf("taking a probed message: %+v", res)
+	}
+	return res, nil
 }
 
 // --- progress ----------------------------------------------------------------
