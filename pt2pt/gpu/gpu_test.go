@@ -121,7 +121,7 @@ type job struct {
 }
 
 // runJob runs body on n goroutine ranks over a fake driver.
-func runJob(t *testing.T, n int, cfg Config, body func(k *rank) error) *job {
+func runJob(t testing.TB, n int, cfg Config, body func(k *rank) error) *job {
 	t.Helper()
 	drv := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30})
 	j := &job{drv: drv}
@@ -135,7 +135,7 @@ func runJob(t *testing.T, n int, cfg Config, body func(k *rank) error) *job {
 
 // runRanks runs body on n goroutine ranks over drv (rank r on device
 // r % its device count) and closes their transports.
-func runRanks(t *testing.T, drv cudadrv.Driver, n int, cfg Config, body func(k *rank) error) []*rank {
+func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *rank) error) []*rank {
 	t.Helper()
 	f := inproc.NewFabric(n)
 	j := &job{}
