@@ -408,12 +408,24 @@ func (w *wire) completeAll(got *[]byte) {
 // bound. Skips without a GPU (fails under GOMPIX_REQUIRE_GPU=1).
 func TestStagedPipelineGPU(t *testing.T) {
 	drv, _ := realDriver(t)
+	testStagedPipeline(t, drv, 64<<20+5)
+}
+
+// TestStagedPipelineFake runs TestStagedPipelineGPU's body on the fake
+// driver (smaller), so that the GPU test's own logic is checked here.
+func TestStagedPipelineFake(t *testing.T) {
+	drv := fake.New(fake.Options{Devices: 2, TotalMem: 1 << 30})
+	defer drv.Close()
+	testStagedPipeline(t, drv, 4<<20+5)
+}
+
+func testStagedPipeline(t *testing.T, drv cudadrv.Driver, largest int) {
 	for _, name := range []string{"HD", "DH", "DD"} {
 		kk := kinds[name]
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{Mode: ModeStaged}
 			runRanks(t, drv, 2, cfg, func(k *rank) error {
-				for _, n := range []int{DefaultRndvThreshold, DefaultStagingChunk + 1, 3*DefaultStagingChunk + 7, 64<<20 + 5} {
+				for _, n := range []int{DefaultRndvThreshold, DefaultStagingChunk + 1, 3*DefaultStagingChunk + 7, largest} {
 					if err := exchange(t, k, kk, n, n%251, "sendrecv"); err != nil {
 						return fmt.Errorf("%d B: %w", n, err)
 					}
