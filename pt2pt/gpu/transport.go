@@ -464,6 +464,22 @@ func (t *Transport) post(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.Op
 func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.Op, error) {
 	mask &^= pt2pt.DescriptorBit
 	tag &= mask
+	if m.Kind == pt2pt.Device && m.Len > 0 {
+		// Refuse a bad device buffer before it can match anything (a
+		// stashed message taken by a receive that then fails is lost),
+		// and before a copy engine writes to it: a freed, foreign or
+		// overrun address is the caller's ErrBuffer, not a driver error
+		// at landing time.
+		t.mu.Lock()
+		ds, err := t.deviceLocked(m.Device)
+		t.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := checkDevice(ds.dev, m); err != nil {
+			return nil, err
+		}
+	}
 	if t.nstash.Load() > 0 {
 		if s, ok := t.takeStash(tag, mask); ok {
 			if s.small == nil {
