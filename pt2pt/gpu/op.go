@@ -62,7 +62,7 @@ type op struct {
 	tracked  bool // posted on t.posted (set before it is shared)
 	driven   bool // on t.active from the start: only Progress finishes it
 	ds       *devState
-	ev       cudadrv.Event
+	mk       mark // the copy in stCopy
 	mapping  *mapping
 	ackTo    int    // IPC receive: the sender to ack; rendezvous send: the receiver
 	ackID    uint32 // the exchange id
@@ -88,7 +88,7 @@ func (t *Transport) putOp(o *op) {
 		o.data.Release()
 	}
 	o.t, o.inner, o.data, o.pipe, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, nil, staging{}
-	o.user, o.landing, o.res, o.ds, o.mapping, o.ev = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, 0
+	o.user, o.landing, o.res, o.ds, o.mapping, o.mk = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, mark{}
 	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
 	o.ackTo, o.ackID = 0, 0
 	o.state.Store(stPosted)
@@ -300,7 +300,7 @@ func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
 }
 
 // copyLocked starts a device copy for o on ordinal's stream (-1: the host
-// device) and records an event that Progress polls.
+// device) and puts behind it a completion mark that Progress polls.
 func (t *Transport) copyLocked(o *op, ordinal int, start func(*devState) error) error {
 	var ds *devState
 	var err error
@@ -315,20 +315,11 @@ func (t *Transport) copyLocked(o *op, ordinal int, start func(*devState) error) 
 	if err := start(ds); err != nil {
 		return err
 	}
-	ev, err := ds.event()
-	if err == nil {
-		if err = ds.dev.EventRecord(ev, ds.stream); err != nil {
-			ds.dev.EventDestroy(ev)
-		}
-	}
+	mk, err := ds.markLocked()
 	if err != nil {
-		// The copy is queued but cannot be tracked: wait for it here.
-		if serr := ds.dev.StreamSynchronize(ds.stream); serr != nil {
-			return serr
-		}
 		return err
 	}
-	o.ds, o.ev = ds, ev
+	o.ds, o.mk = ds, mk
 	o.state.Store(stCopy)
 	t.addActiveLocked(o)
 	return nil
@@ -527,17 +518,13 @@ func (t *Transport) stepLocked(o *op) bool {
 		}
 		return moved
 	case stCopy:
-		done, err := o.ds.dev.EventQuery(o.ev)
-		if !done && err == nil {
+		done, err := o.ds.markDoneLocked(&o.mk)
+		if !done {
 			return false
 		}
 		if err != nil {
-			o.ds.dev.EventDestroy(o.ev)
 			o.res.Err = err
-		} else {
-			o.ds.events = append(o.ds.events, o.ev)
 		}
-		o.ev = 0
 		if o.mapping != nil {
 			t.cache.release(o.mapping)
 			o.mapping = nil

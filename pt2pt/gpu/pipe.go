@@ -61,7 +61,7 @@ type slotState uint8
 
 const (
 	slotFree  slotState = iota
-	slotCopy            // a device copy into or out of the slot is in flight (ev)
+	slotCopy            // a device copy into or out of the slot is in flight (mk)
 	slotReady           // sender: the chunk is in host memory, waiting for its turn
 	slotWire            // the chunk's transport send or receive is in flight (op)
 )
@@ -70,7 +70,7 @@ type slot struct {
 	state slotState
 	chunk int
 	st    staging
-	ev    cudadrv.Event
+	mk    mark
 	op    pt2pt.Op
 }
 
@@ -176,16 +176,11 @@ func (t *Transport) pollSlotsLocked(p *pipe) bool {
 		s := &p.slots[i]
 		switch s.state {
 		case slotCopy:
-			done, err := p.ds.dev.EventQuery(s.ev)
-			if !done && err == nil {
+			done, err := p.ds.markDoneLocked(&s.mk)
+			if !done {
 				continue
 			}
-			if err != nil {
-				p.ds.dev.EventDestroy(s.ev)
-			} else {
-				p.ds.events = append(p.ds.events, s.ev)
-			}
-			s.ev, moved = 0, true
+			moved = true
 			switch {
 			case p.send && err == nil:
 				s.state = slotReady
@@ -242,7 +237,7 @@ func (t *Transport) landedLocked(p *pipe, s *slot, r pt2pt.Result) {
 	dst := p.dev + cudadrv.DevicePtr(s.chunk*p.chunk)
 	err := p.ds.dev.MemcpyHtoDAsync(dst, s.st.p, want, p.ds.stream)
 	if err == nil {
-		if s.ev, err = p.ds.recordLocked(); err == nil {
+		if s.mk, err = p.ds.markLocked(); err == nil {
 			s.state = slotCopy
 			return
 		}
@@ -302,7 +297,7 @@ func (t *Transport) startSendsLocked(p *pipe) bool {
 			src := p.dev + cudadrv.DevicePtr(s.chunk*p.chunk)
 			err := p.ds.dev.MemcpyDtoHAsync(s.st.p, src, p.chunkLen(s.chunk), p.ds.stream)
 			if err == nil {
-				s.ev, err = p.ds.recordLocked()
+				s.mk, err = p.ds.markLocked()
 			}
 			if err != nil {
 				p.fail(err)
@@ -337,21 +332,4 @@ func (t *Transport) startRecvsLocked(p *pipe) bool {
 		moved = true
 	}
 	return moved
-}
-
-// recordLocked records an event after the work queued so far on ds's
-// stream, for Progress to poll. If it cannot, it waits for the stream
-// (the queued copy must not outlive its buffers) and reports why.
-func (ds *devState) recordLocked() (cudadrv.Event, error) {
-	ev, err := ds.event()
-	if err == nil {
-		if err = ds.dev.EventRecord(ev, ds.stream); err == nil {
-			return ev, nil
-		}
-		ds.dev.EventDestroy(ev)
-	}
-	if serr := ds.dev.StreamSynchronize(ds.stream); serr != nil {
-		return 0, serr
-	}
-	return 0, err
 }

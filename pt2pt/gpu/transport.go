@@ -96,7 +96,8 @@ type Transport struct {
 type devState struct {
 	dev    cudadrv.Device
 	stream cudadrv.Stream
-	events []cudadrv.Event
+	events []cudadrv.Event // free events (marks.go's fallback)
+	marks  markState
 }
 
 // bgItem is a transport op nobody waits for (a descriptor or ack send, a
@@ -852,6 +853,7 @@ func (t *Transport) Close() error {
 			ds.dev.EventDestroy(e)
 		}
 		ds.dev.StreamDestroy(ds.stream)
+		ds.closeMarks()
 	}
 	t.devs = map[int]*devState{}
 	t.staging.drain()
