@@ -39,6 +39,7 @@ type Engine struct {
 	fp  FocusedProgresser
 	br  BlockingReceiver
 	imm ImmediateSender
+	ir  ImmediateReceiver
 
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
@@ -53,6 +54,7 @@ func NewEngine(t Transport, o Options) *Engine {
 	e.fp, _ = t.(FocusedProgresser)
 	e.br, _ = t.(BlockingReceiver)
 	e.imm, _ = t.(ImmediateSender)
+	e.ir, _ = t.(ImmediateReceiver)
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
 	return e
 }
@@ -374,6 +376,45 @@ func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
 		return false, &OpError{Op: "send", Class: ErrOther, Err: err}
 	}
 	return sent, nil
+}
+
+// TryRecvMax is the largest receive buffer TryRecv hands to the
+// transport. A transport's immediate receive finishes any message it has
+// matched before returning; with buffers this small only a message larger
+// than the buffer (a truncation) can be long in arriving, since smaller ones
+// travel eagerly in one piece.
+const TryRecvMax = 4096
+
+// TryRecv is a blocking receive that succeeds only when a matching message
+// is there or arrives within the transport's short poll
+// (ImmediateReceiver), and reports whether it received one; when it did
+// not, nothing is posted and the caller uses Recv. The transport keeps no
+// reference to m afterwards, so package mpi tries this before pinning a
+// blocking receive's buffer. Argument errors are reported as Recv would.
+func (c *Comm) TryRecv(m Mem, src, tag int) (Status, bool, error) {
+	if err := c.checkRecvArgs("recv", src, tag); err != nil {
+		return Status{}, false, err
+	}
+	if err := c.checkMem("recv", m); err != nil {
+		return Status{}, false, err
+	}
+	if src == ProcNull {
+		return Status{Source: ProcNull, Tag: AnyTag}, true, nil
+	}
+	if c.e.ir == nil || m.Kind != Host || m.Len > TryRecvMax {
+		return Status{}, false, nil
+	}
+	t, mask := matchTag(c.ctx, src, tag)
+	op, ok, err := c.e.ir.TryRecv(m, t, mask)
+	if err != nil {
+		return Status{}, false, &OpError{Op: "recv", Class: ErrOther, Err: err}
+	}
+	if !ok {
+		return Status{}, false, nil
+	}
+	r := Request{op: op, comm: c, recv: true, bufLen: m.Len}
+	r.finish()
+	return r.status, true, r.err
 }
 
 // Recv is the blocking Irecv + Wait, without allocating a Request.

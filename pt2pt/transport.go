@@ -112,3 +112,13 @@ type BlockingReceiver interface {
 type ImmediateSender interface {
 	TrySend(dest int, m Mem, tag uint64) (bool, error)
 }
+
+// ImmediateReceiver is implemented by transports that can receive a
+// message that is there or arrives within a short poll entirely inside one
+// call. TryRecv returns a done Op when it received one; when it reports
+// false, nothing was left posted. Either way the transport keeps no
+// reference to m afterwards, so a blocking receive served this way needs no
+// pinned Go memory.
+type ImmediateReceiver interface {
+	TryRecv(m Mem, tag, mask uint64) (Op, bool, error)
+}

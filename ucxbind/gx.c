@@ -332,3 +332,29 @@ void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
         ucp_worker_progress(wh);
     if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) gx_complete(r, res);
 }
+
+int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                    uint64_t mask, int memtype, int spins, uintptr_t stp) {
+    ucp_worker_h wh = (ucp_worker_h)w;
+    gx_result *res = &gx_state(stp)->res;
+    gx_recv_post(wh, (void *)buf, len, tag, mask, memtype, res);
+    gx_req *r = res->req;
+    if (r == NULL) return 1; /* done at once (or failed: res->status) */
+    for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+        ucp_worker_progress(wh);
+    if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+        /* An expected receive not yet matched completes inside the cancel,
+         * as cancelled; a matched one does not, and is progressed until
+         * its data are in. */
+        ucp_request_cancel(wh, r);
+        while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+            ucp_worker_progress(wh);
+    }
+    if (r->status == UCS_ERR_CANCELED) {
+        res->req = NULL;
+        gx_req_release(r);
+        return 0;
+    }
+    gx_complete(r, res);
+    return 1;
+}

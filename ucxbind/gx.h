@@ -80,6 +80,15 @@ void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
  * receive two crossings between Go and C. */
 void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
                       uint64_t mask, int memtype, int spins, uintptr_t st);
+/* gx_tag_recv_now receives into buf only if a matching message is there or
+ * arrives within spins rounds of progress, and returns 1 if it received one
+ * (the result in st->res, request released) and 0 if not. Either way it
+ * leaves nothing posted: a receive still unmatched at the end is cancelled,
+ * and one UCP has already matched is progressed to completion (it is being
+ * written into buf). UCP then keeps no reference to buf, which is what lets
+ * a blocking receive skip pinning Go memory. */
+int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                    uint64_t mask, int memtype, int spins, uintptr_t st);
 /* gx_drain gives the requests parked in st->dead back to UCP. */
 void gx_drain(gx_wstate *st);
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,

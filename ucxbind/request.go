@@ -136,6 +136,24 @@ func (w *Worker) RecvWait(p unsafe.Pointer, n int, tag, mask uint64, hint, spins
 	return newRequest(w.res)
 }
 
+// RecvNow receives into n bytes at p only if a matching message is already
+// there or arrives within spins rounds of progress, all inside one C call,
+// and reports whether it received one (the Request is then complete). When
+// it did not, nothing was left posted. Either way UCP keeps no reference to
+// p once RecvNow returns, so Go memory needs no pinning for it. A receive
+// UCP has matched when the rounds run out (a message in several fragments,
+// or rendezvous) is progressed to completion first, so callers keep n small
+// enough that only a message larger than the buffer can be in that state.
+func (w *Worker) RecvNow(p unsafe.Pointer, n int, tag, mask uint64, hint, spins int) (Request, bool, error) {
+	got := C.gx_tag_recv_now(w.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), C.int(spins), w.stp())
+	runtime.KeepAlive(p)
+	if got == 0 {
+		return Request{}, false, nil
+	}
+	req, err := newRequest(w.res)
+	return req, err == nil, err
+}
+
 // Message is a probed and removed (matched) message awaiting RecvMessage.
 type Message struct {
 	m unsafe.Pointer

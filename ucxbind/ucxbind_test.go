@@ -268,3 +268,55 @@ func TestTruncationReportsRealLength(t *testing.T) {
 		}
 	}
 }
+
+// RecvNow receives only what arrives within its poll and leaves nothing
+// posted otherwise: a message sent after a fruitless RecvNow is there for
+// the next receive.
+func TestRecvNow(t *testing.T) {
+	_, a, b, ep := pair(t)
+	buf := make([]byte, 8)
+	if _, ok, err := b.RecvNow(ptr(buf), 8, 9, ^uint64(0), HintHost, 16); ok || err != nil {
+		t.Fatalf("RecvNow with nothing sent: received %v, err %v", ok, err)
+	}
+	recvNow := func(p []byte, n int, tag uint64) Request {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			a.Progress(1)
+			r, ok, err := b.RecvNow(ptr(p), n, tag, ^uint64(0), HintHost, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				if r.Held() {
+					t.Fatal("a received Request still holds UCP memory")
+				}
+				return r
+			}
+		}
+		t.Fatal("message never received")
+		return Request{}
+	}
+	src := []byte("abcdefgh")
+	sr, err := a.Send(ep, ptr(src), 8, 9, false, HintHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recvNow(buf, 8, 9)
+	if st, tag, n := r.Result(); st != StatusOK || tag != 9 || n != 8 || !bytes.Equal(buf, src) {
+		t.Fatalf("got status %d tag %d len %d data %q", st, tag, n, buf)
+	}
+	wait(t, []*Worker{a, b}, &sr)
+	a.Release(&sr)
+
+	big := make([]byte, 12)
+	sr, err = a.Send(ep, ptr(big), 12, 10, false, HintHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = recvNow(buf[:4], 4, 10)
+	if st, _, n := r.Result(); st != StatusTruncated || n != 12 {
+		t.Fatalf("truncated receive: status %d len %d", st, n)
+	}
+	wait(t, []*Worker{a, b}, &sr)
+	a.Release(&sr)
+}

@@ -283,6 +283,24 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	return newOp(t, req), nil
 }
 
+// TryRecv receives m if a matching message arrives within a short poll,
+// leaving nothing posted otherwise (pt2pt.ImmediateReceiver). The poll is
+// about one round trip between ranks of a node; a longer wait goes on in
+// the ordinary blocking receive, which lets go of the lock between rounds.
+func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, bool, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, false, fmt.Errorf("ucx transport closed")
+	}
+	req, ok, err := t.w.RecvNow(m.Ptr, m.Len, tag, mask, hint(m), 128)
+	t.mu.Unlock()
+	if !ok {
+		return nil, false, err
+	}
+	return newOp(t, req), true, nil
+}
+
 func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
