@@ -14,3 +14,13 @@ func RunFakeGPUJob(t *testing.T, n int, f func(c *Comm) error) {
 	t.Helper()
 	runStreamFake(t, n, fake.Options{}, f)
 }
+
+// RunFakeGPUJobDirect is RunFakeGPUJob with two fake GPUs and the
+// IPC-direct collective engine allowed on them, so that enqueued device
+// collectives run on the engine as they do on real GPUs.
+func RunFakeGPUJobDirect(t *testing.T, n int, f func(c *Comm) error) {
+	t.Helper()
+	directOnSharedGPUs = true // the fake's kernels are goroutines: no time slicing
+	defer func() { directOnSharedGPUs = false }()
+	runStreamFake(t, n, fake.Options{Devices: 2}, f)
+}

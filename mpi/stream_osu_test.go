@@ -17,7 +17,15 @@ import (
 // lives here, in mpi's external test package, because only mpi's tests can
 // install the fake driver.)
 func TestStreamBenchmarksFake(t *testing.T) {
-	for _, name := range []string{"stream_latency", "stream_loop", "stream_loop_sync", "stream_allreduce"} {
+	type job func(t *testing.T, n int, f func(c *mpi.Comm) error)
+	for _, name := range []string{"stream_latency", "stream_loop", "stream_loop_sync", "stream_allreduce", "stream_allreduce/direct"} {
+		run, direct := job(mpi.RunFakeGPUJob), false
+		if strings.HasSuffix(name, "/direct") {
+			direct = true
+			// Enqueued device collectives on the IPC-direct engine, as
+			// on GPUs that map each other's memory.
+			name, run = strings.TrimSuffix(name, "/direct"), mpi.RunFakeGPUJobDirect
+		}
 		for _, typ := range []string{"mpi_char", "mpi_float"} {
 			t.Run(name+"/"+typ, func(t *testing.T) {
 				b, ok := osu.Lookup(name)
@@ -29,7 +37,8 @@ func TestStreamBenchmarksFake(t *testing.T) {
 					t.Fatal(err)
 				}
 				var out bytes.Buffer
-				mpi.RunFakeGPUJob(t, 2, func(c *mpi.Comm) error {
+				before := mpi.ReadCounters()
+				run(t, 2, func(c *mpi.Comm) error {
 					w := io.Discard
 					if c.Rank() == 0 {
 						w = &out
@@ -38,6 +47,9 @@ func TestStreamBenchmarksFake(t *testing.T) {
 				})
 				if t.Failed() {
 					return
+				}
+				if after := mpi.ReadCounters(); direct && after.DirectFused+after.DirectStaged+after.DirectMapped == before.DirectFused+before.DirectStaged+before.DirectMapped {
+					t.Fatal("no enqueued collective ran on the IPC-direct engine")
 				}
 				report := out.String()
 				if !strings.Contains(report, b.Title()) || !strings.Contains(report, "Validation") {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -764,7 +765,7 @@ func TestStreamFake(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			n    int
-		}{{"stream_pipeline", 2}, {"stream_p2p", 2}, {"stream_coll", 2}, {"stream_coll", 3}} {
+		}{{"stream_pipeline", 2}, {"stream_p2p", 2}, {"stream_coll", 2}, {"stream_coll", 3}, {"stream_coll_first", 2}} {
 			t.Run(fmt.Sprintf("%s/np%d/nomemops=%v", c.name, c.n, noMem), func(t *testing.T) {
 				runStreamFake(t, c.n, fake.Options{NoStreamMemOps: noMem}, scenarios[c.name])
 			})
@@ -792,7 +793,7 @@ func TestStreamGPU(t *testing.T) {
 		t.Skipf("no GPU: %v", err)
 	}
 	for _, signal := range []string{"auto", "kernels"} {
-		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_bounded", "stream_multiplex"} {
+		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_bounded", "stream_multiplex"} {
 			t.Run(name+"/"+signal, func(t *testing.T) {
 				old := extraEnv
 				extraEnv = []string{"GOMPIX_STREAM_SIGNAL=" + signal, "GOMPIX_STREAM_DEPTH=4"}
@@ -1100,7 +1101,7 @@ func TestStreamUCXFake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process UCX run skipped in -short mode")
 	}
-	for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_bounded", "stream_multiplex"} {
+	for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_bounded", "stream_multiplex"} {
 		t.Run(name, func(t *testing.T) {
 			old := extraEnv
 			extraEnv = []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off", "GOMPIX_STREAM_DEPTH=4"}
@@ -1190,4 +1191,94 @@ func twoStreamMultiplex(w *Comm) (ss []*Stream, mc *MultiplexComm, release func(
 		return nil, nil, nil, errors.Join(err, free())
 	}
 	return ss, mc, func() error { return errors.Join(mc.Free(), free()) }, nil
+}
+
+func init() { scenarios["stream_coll_first"] = scenarioStreamCollFirst }
+
+// scenarioStreamCollFirst: the first device collective on a new stream
+// communicator is an enqueued one (osu stream_allreduce's pattern):
+// slices of larger device buffers, filled from the host, a host barrier on
+// the parent communicator, then AllreduceEnqueue back to back, once and
+// then several times, synchronised only at the end.
+func scenarioStreamCollFirst(w *Comm) error {
+	s, sc, err := streamSetup(w)
+	if err != nil {
+		return err
+	}
+	return streamTeardown(s, sc, streamCollFirst(w, s, sc))
+}
+
+func streamCollFirst(w *Comm, s *Stream, sc *StreamComm) error {
+	const max = 1 << 14
+	sb, err := AllocDevice[float32](max)
+	if err != nil {
+		return err
+	}
+	defer sb.Free()
+	rb, err := AllocDevice[float32](max)
+	if err != nil {
+		return err
+	}
+	defer rb.Free()
+	p := w.Size()
+	for _, rounds := range []int{1, 6} {
+		for _, n := range []int{2, 1000} {
+			sv, err := sb.Slice(0, n)
+			if err != nil {
+				return err
+			}
+			rv, err := rb.Slice(0, n)
+			if err != nil {
+				return err
+			}
+			h := make([]float32, n)
+			for i := range h {
+				h[i] = float32(w.Rank() + 1)
+			}
+			if err := sv.CopyFromHost(h); err != nil {
+				return err
+			}
+			if err := w.Barrier(); err != nil {
+				return err
+			}
+			for range rounds {
+				if err := sc.AllreduceEnqueue(sv, rv, Sum); err != nil {
+					return err
+				}
+			}
+			if err := syncOrDump(s, 20*time.Second); err != nil {
+				return fmt.Errorf("%d allreduces of %d elements: %w", rounds, n, err)
+			}
+			got := make([]float32, n)
+			if err := rv.CopyToHost(got); err != nil {
+				return err
+			}
+			want := float32(p * (p + 1) / 2)
+			for i, v := range got {
+				if v != want {
+					return fmt.Errorf("%d allreduces of %d elements: element %d = %v, want %v", rounds, n, i, v, want)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// syncOrDump is Stream.Synchronize with a deadline: a stream that has not
+// finished by then is a failure that carries every goroutine's stack, so
+// that a hang on the GPU machine tells where it is.
+func syncOrDump(s *Stream, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := s.Query()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			return fmt.Errorf("stream not done after %v (%d operations pending); goroutines:\n%s", d, s.Pending(), buf[:n])
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
