@@ -202,19 +202,22 @@ func TestCombinations(t *testing.T) {
 	for _, mode := range modes {
 		for name, kk := range kinds {
 			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
-				runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
-					for _, n := range sizes {
-						for si, style := range styles {
-							if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
-								return fmt.Errorf("%s %d B: %w", style, n, err)
-							}
-						}
-					}
-					return nil
-				})
+				runJob(t, 2, Config{Mode: mode}, func(k *rank) error { return exchangeAll(t, k, kk, sizes) })
 			})
 		}
 	}
+}
+
+// exchangeAll runs exchange for every size in every send/receive style.
+func exchangeAll(t *testing.T, k *rank, kk [2]pt2pt.MemKind, sizes []int) error {
+	for _, n := range sizes {
+		for si, style := range styles {
+			if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
+				return fmt.Errorf("%s %d B: %w", style, n, err)
+			}
+		}
+	}
+	return nil
 }
 
 // exchange sends n bytes from rank 0 (kind kk[0]) to rank 1 (kind kk[1]);
@@ -611,14 +614,7 @@ func TestRendezvous(t *testing.T) {
 		for name, kk := range kinds {
 			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
 				runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
-					for _, n := range rndvSizes {
-						for si, style := range styles {
-							if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
-								return fmt.Errorf("%s %d B: %w", style, n, err)
-							}
-						}
-					}
-					return nil
+					return exchangeAll(t, k, kk, rndvSizes)
 				})
 			})
 		}

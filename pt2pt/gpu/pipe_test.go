@@ -49,16 +49,7 @@ func TestPipelined(t *testing.T) {
 		for name, kk := range kinds {
 			for _, depth := range []int{1, 2, 3} {
 				t.Run(fmt.Sprintf("%s/%s/depth%d", m.name, name, depth), func(t *testing.T) {
-					runJob(t, 2, pipeConfig(m.cfg, depth), func(k *rank) error {
-						for _, n := range pipeSizes {
-							for si, style := range styles {
-								if err := exchange(t, k, kk, n, si*1000+n%997, style); err != nil {
-									return fmt.Errorf("%s %d B: %w", style, n, err)
-								}
-							}
-						}
-						return nil
-					})
+					runJob(t, 2, pipeConfig(m.cfg, depth), func(k *rank) error { return exchangeAll(t, k, kk, pipeSizes) })
 				})
 			}
 		}

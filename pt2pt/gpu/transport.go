@@ -282,6 +282,23 @@ func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
 	return info, nil
 }
 
+// deviceFor returns the state of m's device and the driver's view of m,
+// refusing a buffer that is not device memory of this process inside one
+// allocation (ErrBuffer).
+func (t *Transport) deviceFor(m pt2pt.Mem) (*devState, cudadrv.PointerInfo, error) {
+	t.mu.Lock()
+	ds, err := t.deviceLocked(m.Device)
+	t.mu.Unlock()
+	if err != nil {
+		return nil, cudadrv.PointerInfo{}, err
+	}
+	info, err := checkDevice(ds.dev, m)
+	if err != nil {
+		return nil, info, err
+	}
+	return ds, info, nil
+}
+
 // stagedSend sends a device buffer through pinned host memory. From the
 // rendezvous threshold on, the request goes out at once and the data
 // follows in chunks, copied device-to-host on the device's stream while
@@ -293,13 +310,8 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 	if m.Len == 0 {
 		return t.inner.Isend(dest, pt2pt.Mem{}, tag, sync)
 	}
-	t.mu.Lock()
-	ds, err := t.deviceLocked(m.Device)
-	t.mu.Unlock()
+	ds, _, err := t.deviceFor(m)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := checkDevice(ds.dev, m); err != nil {
 		return nil, err
 	}
 	if m.Len >= t.rndv {
@@ -327,13 +339,7 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 // and acks, which completes the send (also a synchronous one: the ack
 // means the receive matched).
 func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op, error) {
-	t.mu.Lock()
-	ds, err := t.deviceLocked(m.Device)
-	t.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	info, err := checkDevice(ds.dev, m)
+	ds, info, err := t.deviceFor(m)
 	if err != nil {
 		return nil, err
 	}
@@ -471,13 +477,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		// and before a copy engine writes to it: a freed, foreign or
 		// overrun address is the caller's ErrBuffer, not a driver error
 		// at landing time.
-		t.mu.Lock()
-		ds, err := t.deviceLocked(m.Device)
-		t.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := checkDevice(ds.dev, m); err != nil {
+		if _, _, err := t.deviceFor(m); err != nil {
 			return nil, err
 		}
 	}
