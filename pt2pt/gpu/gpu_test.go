@@ -631,39 +631,7 @@ func TestRendezvousTruncation(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
 				runJob(t, 2, Config{Mode: mode, RndvThreshold: testRndv}, func(k *rank) error {
 					for _, c := range [][2]int{{8192, 5000}, {8192, 100}, {testRndv, testRndv - 1}, {1 << 20, 0}} {
-						n, have := c[0], c[1]
-						if k.r == 0 {
-							for i, ssend := range []bool{true, false} {
-								b := k.alloc(t, kk[0], n)
-								b.fill(n + i)
-								err := k.c.Send(b.m, 1, 3, ssend)
-								b.free()
-								if err != nil {
-									return err
-								}
-							}
-							continue
-						}
-						b := k.alloc(t, kk[1], have)
-						st, err := k.c.Recv(b.m, 0, 3)
-						if !errors.Is(err, pt2pt.ErrTruncate) || st.Bytes != n {
-							b.free()
-							return fmt.Errorf("%d B into %d: %v, status %+v; want ErrTruncate and the real size", n, have, err, st)
-						}
-						if kk[1] == pt2pt.Host {
-							if err := b.check(0, 0); err != nil {
-								b.free()
-								return fmt.Errorf("%d B into %d: buffer changed by a truncated receive: %w", n, have, err)
-							}
-						}
-						b.free()
-						b = k.alloc(t, kk[1], n)
-						if _, err := k.c.Recv(b.m, 0, 3); err != nil {
-							return err
-						}
-						err = b.check(n+1, n)
-						b.free()
-						if err != nil {
+						if err := truncateThenWhole(t, k, kk, c[0], c[1], true); err != nil {
 							return err
 						}
 					}
@@ -672,6 +640,45 @@ func TestRendezvousTruncation(t *testing.T) {
 			})
 		}
 	}
+}
+
+// truncateThenWhole: rank 0 sends n bytes twice, in synchronous then
+// standard mode (syncFirst) or the reverse; rank 1 receives the first into
+// a buffer of have < n bytes, which must fail with ErrTruncate and the
+// real size and leave the buffer as it was, then the second whole.
+func truncateThenWhole(t *testing.T, k *rank, kk [2]pt2pt.MemKind, n, have int, syncFirst bool) error {
+	if k.r == 0 {
+		for i, sync := range []bool{syncFirst, !syncFirst} {
+			b := k.alloc(t, kk[0], n)
+			b.fill(n + i)
+			err := k.c.Send(b.m, 1, 3, sync)
+			b.free()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	b := k.alloc(t, kk[1], have)
+	st, err := k.c.Recv(b.m, 0, 3)
+	if !errors.Is(err, pt2pt.ErrTruncate) || st.Bytes != n {
+		b.free()
+		return fmt.Errorf("%d B into %d: %v, status %+v; want ErrTruncate and the real size", n, have, err, st)
+	}
+	err = b.check(0, 0)
+	b.free()
+	if err != nil {
+		return fmt.Errorf("%d B into %d: the buffer changed: %w", n, have, err)
+	}
+	whole := k.alloc(t, kk[1], n)
+	defer whole.free()
+	if _, err := k.c.Recv(whole.m, 0, 3); err != nil {
+		return err
+	}
+	if err := whole.check(n+1, n); err != nil {
+		return fmt.Errorf("the message after a truncated one: %w", err)
+	}
+	return nil
 }
 
 // TestRendezvousProbe: Probe reports a rendezvous message's real size,

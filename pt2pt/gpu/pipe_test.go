@@ -155,36 +155,9 @@ func TestPipelinedTruncation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			runJob(t, 2, pipeConfig(Config{Mode: ModeStaged}, 3), func(k *rank) error {
 				for _, c := range [][2]int{{4 * pipeChunk, 2*pipeChunk + 1}, {3*pipeChunk + 7, pipeRndv}, {2 * pipeChunk, 10}, {pipeChunk + 1, 0}} {
-					n, have := c[0], c[1]
-					if k.r == 0 {
-						for i, sync := range []bool{false, true} {
-							b := k.alloc(t, kk[0], n)
-							b.fill(n + i)
-							err := k.c.Send(b.m, 1, 3, sync)
-							b.free()
-							if err != nil {
-								return err
-							}
-						}
-						continue
-					}
-					b := k.alloc(t, kk[1], have)
-					st, err := k.c.Recv(b.m, 0, 3)
-					if !errors.Is(err, pt2pt.ErrTruncate) || st.Bytes != n {
-						return fmt.Errorf("%d B into %d: %v, status %+v; want ErrTruncate and the real size", n, have, err, st)
-					}
-					if err := b.check(0, 0); err != nil {
-						return fmt.Errorf("%d B into %d: the buffer changed: %w", n, have, err)
-					}
-					b.free()
-					whole := k.alloc(t, kk[1], n)
-					if _, err := k.c.Recv(whole.m, 0, 3); err != nil {
+					if err := truncateThenWhole(t, k, kk, c[0], c[1], false); err != nil {
 						return err
 					}
-					if err := whole.check(n+1, n); err != nil {
-						return fmt.Errorf("the message after a truncated one: %w", err)
-					}
-					whole.free()
 				}
 				if used, _ := k.tr.staging.inUse(); used != 0 {
 					return fmt.Errorf("%d B of staging still handed out", used)
