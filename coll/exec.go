@@ -21,8 +21,8 @@ type exec struct {
 	t    dtype.Type
 	tag  int
 	bufs [numSlots][]byte
-	tmp  *tmpBuf // the scratch space, handed back to pl on success
-	pin  any     // the Comm's Pinner token for tmp; nil when not pinned
+	tmp  *tmpBuf       // the scratch space, handed back to pl on success
+	pins [numSlots]any // the Comm's Pinner tokens for pinned slots (see post)
 
 	cur    int        // current round
 	posted bool       // the current round's communication is posted
@@ -36,6 +36,19 @@ type exec struct {
 
 var _ Request = (*exec)(nil)
 
+// doner is implemented by Comm requests that can report completion without
+// progressing the transport.
+type doner interface {
+	Done() bool
+}
+
+// unpinnedSender is implemented by Comms that pin memory (Pinner) but can
+// send from a buffer nobody pinned, pinning it only if the message outlives
+// the call (see post).
+type unpinnedSender interface {
+	IsendUnpinned(buf []byte, dest, tag int) (Request, error)
+}
+
 // bytes resolves a ref to memory.
 func (e *exec) bytes(r ref) []byte {
 	if r.n == 0 {
@@ -46,18 +59,55 @@ func (e *exec) bytes(r ref) []byte {
 
 func (e *exec) fail(err error) (bool, error) {
 	e.done, e.err = true, fmt.Errorf("coll: %s: %w", e.pl.alg, err)
+	// Messages left in flight are dropped; a Comm whose messages hold
+	// resources (package mpi's pins) frees them in Abandon.
+	for i, q := range e.reqs {
+		if a, ok := q.(interface{ Abandon() }); ok {
+			a.Abandon()
+		}
+		e.reqs[i] = nil
+	}
 	// Receives already posted may still land in the scratch space, so it
 	// is not recycled; it stays reachable from e.
-	e.unpinTmp()
+	e.unpin()
 	e.tmp = nil
 	return true, e.err
 }
 
-func (e *exec) unpinTmp() {
-	if e.pin != nil {
-		e.comm.(Pinner).Unpin(e.pin)
-		e.pin = nil
+func (e *exec) unpin() {
+	for i, t := range e.pins {
+		if t != nil {
+			e.comm.(Pinner).Unpin(t)
+			e.pins[i] = nil
+		}
 	}
+}
+
+// post starts one message of the current round. With a Comm that pins
+// memory (Pinner), the executor pins a buffer (the caller's receive buffer,
+// the scratch space) once, just before the first receive into it, and keeps
+// it pinned to the end of the call; a send from a buffer not pinned (yet,
+// or ever: the caller's send buffer, which a schedule only reads) goes
+// through IsendUnpinned, which sends a short message inside the call and
+// pins only a message that outlives it. So a small exchange's send leaves
+// before any pinning, and the caller's send buffer is never pinned for it.
+// The caller of a State pins nothing.
+func (e *exec) post(s step) (Request, error) {
+	buf := e.bytes(s.a)
+	if s.kind == stepSend {
+		if len(buf) > 0 && e.pins[s.a.s] == nil {
+			if us, ok := e.comm.(unpinnedSender); ok {
+				return us.IsendUnpinned(buf, s.peer, e.tag)
+			}
+		}
+		return e.comm.Isend(buf, s.peer, e.tag)
+	}
+	if len(buf) > 0 && e.pins[s.a.s] == nil {
+		if p, ok := e.comm.(Pinner); ok {
+			e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
+		}
+	}
+	return e.comm.Irecv(buf, s.peer, e.tag)
 }
 
 // finish ends a successful schedule: nothing is in flight any more, so the
@@ -65,7 +115,7 @@ func (e *exec) unpinTmp() {
 func (e *exec) finish() {
 	e.done = true
 	e.reqs = nil
-	e.unpinTmp()
+	e.unpin()
 	if e.tmp != nil {
 		e.pl.spare.Store(e.tmp)
 		e.tmp = nil
@@ -77,7 +127,7 @@ func (e *exec) finish() {
 // the other schedules of its progress domain a turn.
 func (e *exec) Test() (bool, error) {
 	e.mu.Lock()
-	done, err := e.advance()
+	done, err := e.advance(true)
 	leave := done && e.inDomain
 	if leave {
 		e.inDomain = false
@@ -92,7 +142,11 @@ func (e *exec) Test() (bool, error) {
 }
 
 // advance runs the schedule until it would block. Called with e.mu held.
-func (e *exec) advance() (bool, error) {
+// poll false skips the transport progress that Testing a pending message
+// makes, for requests that can tell completion without it (doner): the
+// caller is about to block in one of them, which progresses the transport
+// anyway.
+func (e *exec) advance(poll bool) (bool, error) {
 	if e.done {
 		return true, e.err
 	}
@@ -102,13 +156,7 @@ func (e *exec) advance() (bool, error) {
 		if !e.posted {
 			e.reqs = e.reqs[:0]
 			for _, s := range r.comm {
-				var q Request
-				var err error
-				if s.kind == stepSend {
-					q, err = e.comm.Isend(e.bytes(s.a), s.peer, e.tag)
-				} else {
-					q, err = e.comm.Irecv(e.bytes(s.a), s.peer, e.tag)
-				}
+				q, err := e.post(s)
 				if err != nil {
 					return e.fail(fmt.Errorf("%v: %w", s, err))
 				}
@@ -120,6 +168,12 @@ func (e *exec) advance() (bool, error) {
 		for i, q := range e.reqs {
 			if q == nil {
 				continue
+			}
+			if !poll {
+				if d, isD := q.(doner); isD && !d.Done() {
+					pending = true
+					continue
+				}
 			}
 			ok, err := q.Test()
 			if err != nil {
@@ -178,18 +232,16 @@ func (e *exec) Wait() error {
 	idler, canIdle := e.comm.(Idler)
 	idle, last := 0, -1
 	for {
+		if e.prog.alone() {
+			if done, err := e.waitAlone(); done {
+				return err
+			}
+		}
 		done, err := e.Test()
 		if done {
 			return err
 		}
 		if e.prog.alone() {
-			e.mu.Lock()
-			if q := e.pending(); q != nil {
-				// Its result (an error included) is collected by the
-				// next Test, which also checks the received size.
-				_ = q.Wait()
-			}
-			e.mu.Unlock()
 			continue
 		}
 		e.mu.Lock()
@@ -203,6 +255,35 @@ func (e *exec) Wait() error {
 			idle++
 		} else {
 			runtime.Gosched()
+		}
+	}
+}
+
+// waitAlone is Wait while the schedule is alone in its domain: under one
+// hold of e.mu it advances the schedule and blocks in the Comm's Wait on a
+// request the current round still needs, until the schedule completes
+// (done) or another schedule joins the domain (not done: Wait goes on
+// Testing). A request's result (an error included) is collected by the next
+// advance, which also checks the received size.
+func (e *exec) waitAlone() (bool, error) {
+	e.mu.Lock()
+	for {
+		done, err := e.advance(false)
+		if done {
+			leave := e.inDomain
+			e.inDomain = false
+			e.mu.Unlock()
+			if leave {
+				e.prog.remove(e)
+			}
+			return true, err
+		}
+		if !e.prog.alone() {
+			e.mu.Unlock()
+			return false, nil
+		}
+		if q := e.pending(); q != nil {
+			_ = q.Wait()
 		}
 	}
 }
@@ -273,7 +354,7 @@ func (p *Progress) poke(self *exec, selfIn bool) {
 	for _, x := range p.active {
 		if x.mu.TryLock() {
 			if x != self {
-				_, _ = x.advance() // errors are x's, reported by its own Test
+				_, _ = x.advance(true) // errors are x's, reported by its own Test
 			}
 			done := x.done
 			if done {

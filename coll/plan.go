@@ -40,6 +40,13 @@ type planKey struct {
 	device  bool // the device space (its own scratch memory and selection)
 }
 
+// lastPlan is the plan a State used last for one collective: checked before
+// the map, it spares a loop repeating the same calls the key's hashing.
+type lastPlan struct {
+	key planKey
+	pl  *plan
+}
+
 // maxPlans bounds a State's plan cache; when it is full the cache starts
 // over (a program cycling through more shapes than this pays the build).
 const maxPlans = 64
@@ -51,7 +58,11 @@ func (s *State) plan(b *builder, bytes int) (*plan, error) {
 	if b.cache {
 		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
 			avg: b.op.isAvg(), count: b.count, root: b.root, device: s.onDev}
+		if l := &s.last[b.kind]; l.pl != nil && l.key == key {
+			return l.pl, nil
+		}
 		if pl := s.plans[key]; pl != nil {
+			s.last[b.kind] = lastPlan{key, pl}
 			return pl, nil
 		}
 	}
@@ -67,11 +78,13 @@ func (s *State) plan(b *builder, bytes int) (*plan, error) {
 	if b.cache {
 		if len(s.plans) >= maxPlans {
 			clear(s.plans)
+			s.last = [numKinds]lastPlan{}
 		}
 		if s.plans == nil {
 			s.plans = make(map[planKey]*plan)
 		}
 		s.plans[key] = pl
+		s.last[b.kind] = lastPlan{key, pl}
 	}
 	return pl, nil
 }
@@ -113,9 +126,6 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 			tb = &tmpBuf{buf}
 		}
 		e.tmp, e.bufs[slotTmp] = tb, tb.b
-		if p, ok := comm.(Pinner); ok {
-			e.pin = p.Pin(tb.b)
-		}
 	}
 	if len(pl.rounds) == 0 {
 		e.finish()

@@ -32,6 +32,7 @@ type State struct {
 
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
+	last  [numKinds]lastPlan   // each collective's last plan, checked first
 	spare atomic.Pointer[exec] // a released executor, for the next call
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gompix/gompix/coll"
@@ -38,10 +39,14 @@ func (c *Comm) engine() *coll.State {
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.
 //
-// Pinning: every buffer a schedule's messages use is pinned for the whole
-// collective by someone else, so messages pin nothing: the caller's send
-// and receive buffers by Comm.start, the schedule's scratch space by the
-// executor through Pin.
+// Pinning is the executor's (coll's exec.post): it pins the caller's
+// receive buffer and the scratch space through Pin just before the first
+// receive into them, so Isend and Irecv pin nothing, and it sends from a
+// buffer not pinned (the caller's send buffer, which is only ever read)
+// through IsendUnpinned, which sends a short message inside the call
+// (pt2pt's TrySendColl), after which the transport keeps no reference to
+// it, and pins the buffer for the message's lifetime only when it must post
+// the message instead. Comm.start pins nothing.
 type collComm struct {
 	pc *pt2pt.Comm
 }
@@ -59,6 +64,53 @@ func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
 	return newCollMsg(a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag))
 }
 
+// IsendUnpinned sends from memory nobody has pinned (the caller's send
+// buffer): inside the call when the transport can, else posted with buf
+// pinned until the message completes.
+func (a collComm) IsendUnpinned(buf []byte, dest, tag int) (coll.Request, error) {
+	m := pt2pt.HostMem(buf)
+	if n := int64(len(buf)); n <= collTryLimit.Load() {
+		sent, err := a.pc.TrySendColl(m, dest, tag)
+		if err != nil {
+			return nil, err
+		}
+		if sent {
+			q := collMsgs.Get().(*collMsg)
+			q.done, q.n = true, len(buf)
+			return q, nil
+		}
+		if n > collTryFloor && n <= collTryLimit.Load() {
+			collTryLimit.Store(n - 1) // a race may lose a lowering: harmless
+		}
+	}
+	var p *runtime.Pinner
+	if len(buf) > 0 {
+		p = pinners.Get().(*runtime.Pinner)
+		p.Pin(&buf[0])
+	}
+	r, err := a.pc.PostIsendColl(m, dest, tag)
+	if err != nil {
+		unpin(p)
+		return nil, err
+	}
+	q := collMsgs.Get().(*collMsg)
+	q.r, q.pin = r, p
+	return q, nil
+}
+
+// collTryLimit is the largest message IsendUnpinned tries to send inside
+// the call. The transport's limit is not known in advance (UCX sends only
+// its "short" messages at once: 8 to 64 B but not 128 B over shared memory
+// here), and a try that fails costs a transport call, so the limit starts
+// high and drops below each size that failed. It does not drop below
+// collTryFloor: a short send can also fail for want of room in the
+// transport's queue, which says nothing about later messages.
+var collTryLimit atomic.Int64
+
+func init() { collTryLimit.Store(8192) }
+
+const collTryFloor = 64
+
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 	return newCollMsg(a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag))
 }
@@ -73,7 +125,7 @@ func newCollMsg(r pt2pt.Request, err error) (coll.Request, error) {
 	return q, nil
 }
 
-// Pin pins a schedule's scratch space (coll.Pinner).
+// Pin pins a buffer a schedule receives into (coll.Pinner).
 func (collComm) Pin(buf []byte) any {
 	p := pinners.Get().(*runtime.Pinner)
 	p.Pin(&buf[0])
@@ -93,6 +145,7 @@ func (a collComm) Idle(idle int) { a.pc.Engine().Idle(idle) }
 // lock; coll releases it back to collMsgs once it has completed.
 type collMsg struct {
 	r    pt2pt.Request
+	pin  *runtime.Pinner // a posted send's buffer (see collComm); nil if none
 	done bool
 	n    int
 	err  error
@@ -126,10 +179,22 @@ func (q *collMsg) Wait() error {
 
 func (q *collMsg) Count() int { return q.n }
 
+// Done reports completion without progressing the transport.
+func (q *collMsg) Done() bool { return q.done || q.r.Done() }
+
 // Release recycles a completed message (coll.Releaser).
 func (q *collMsg) Release() {
+	unpin(q.pin)
 	*q = collMsg{}
 	collMsgs.Put(q)
+}
+
+// Abandon drops a message its failed schedule leaves in flight: its pin is
+// released (a Pinner that becomes garbage while pinning is a fatal error),
+// the message is not recycled.
+func (q *collMsg) Abandon() {
+	unpin(q.pin)
+	q.pin = nil
 }
 
 // Op is a reduction operation: one of the predefined ones or a
@@ -234,23 +299,23 @@ func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
 	return t, nil
 }
 
-// start runs f (which starts a coll operation) with c's collective lock
-// held and the buffers pinned until the operation completes. Nonblocking
-// (block false), it returns the Request. Blocking, it waits itself and
-// returns nil: no Request is made, and the finished schedule goes back to
-// the engine for the next call.
-func (c *Comm) start(block bool, name string, bufs []Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+// start runs f (which starts a coll operation) on send and recv (either may
+// be nil) with c's collective lock held; the executor pins what it hands to
+// the transport (see collComm). Nonblocking (block false), it returns the
+// Request. Blocking, it waits itself and returns nil: no Request is made,
+// and the finished schedule goes back to the engine for the next call.
+func (c *Comm) start(block bool, name string, send, recv Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
 	if err := c.check(name); err != nil {
 		return nil, err
 	}
 	if c.pc.Freed() {
 		return nil, &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
-	ord, err := callDevice(name, bufs)
+	bufs := [2]Buffer{send, recv}
+	ord, err := callDevice(name, bufs[:])
 	if err != nil {
 		return nil, err
 	}
-	p := pinBuffers(bufs...)
 	c.collMu.Lock()
 	st := c.engine()
 	var cr coll.Request
@@ -259,7 +324,6 @@ func (c *Comm) start(block bool, name string, bufs []Buffer, f func(s *coll.Stat
 	}
 	c.collMu.Unlock()
 	if err != nil {
-		unpin(p)
 		return nil, wrapColl(name, err)
 	}
 	if block {
@@ -267,10 +331,9 @@ func (c *Comm) start(block bool, name string, bufs []Buffer, f func(s *coll.Stat
 		if err == nil {
 			st.Release(cr)
 		}
-		unpin(p)
 		return nil, wrapColl(name, err)
 	}
-	return &Request{pinner: p, sched: errWrapper{cr, name}}, nil
+	return &Request{sched: errWrapper{cr, name}}, nil
 }
 
 // errWrapper gives collective errors the operation's name and keeps
@@ -309,7 +372,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 }
 
 func (c *Comm) ibarrier(block bool) (*Request, error) {
-	return c.start(block, "barrier", nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+	return c.start(block, "barrier", nil, nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
 }
 
 // Bcast sends root's buf to every rank's buf.
@@ -331,7 +394,7 @@ func (c *Comm) ibcast(block bool, buf Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "bcast", []Buffer{buf}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "bcast", nil, buf, func(s *coll.State) (coll.Request, error) {
 		return s.Ibcast(b, buf.Len(), buf.Type(), root)
 	})
 }
@@ -386,7 +449,7 @@ func (c *Comm) ireduce(block bool, send, recv Buffer, op Op, root int) (*Request
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "reduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "reduce", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Ireduce(sb, rb, n, t, op.c, root)
 	})
 }
@@ -410,7 +473,7 @@ func (c *Comm) iallreduce(block bool, send, recv Buffer, op Op) (*Request, error
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "allreduce", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "allreduce", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iallreduce(sb, rb, n, t, op.c)
 	})
 }
@@ -431,7 +494,7 @@ func (c *Comm) iscan(block bool, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "scan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "scan", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iscan(sb, rb, n, t, op.c)
 	})
 }
@@ -453,7 +516,7 @@ func (c *Comm) iexscan(block bool, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "exscan", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "exscan", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iexscan(sb, rb, n, t, op.c)
 	})
 }
@@ -482,7 +545,7 @@ func (c *Comm) ireduceScatterBlock(block bool, send, recv Buffer, op Op) (*Reque
 	if isInPlace(send) {
 		n = recv.Len() / c.Size()
 	}
-	return c.start(block, "reduce_scatter_block", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "reduce_scatter_block", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
 	})
 }
@@ -504,7 +567,7 @@ func (c *Comm) ireduceScatter(block bool, send, recv Buffer, counts []int, op Op
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "reduce_scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "reduce_scatter", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatter(sb, rb, counts, t, op.c)
 	})
 }
@@ -529,7 +592,7 @@ func (c *Comm) iallgather(block bool, send, recv Buffer) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "allgather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "allgather", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgather(sb, rb, n, t)
 	})
 }
@@ -557,7 +620,7 @@ func (c *Comm) iallgatherv(block bool, send, recv Buffer, counts, displs []int) 
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(block, "allgatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "allgatherv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgatherv(sb, n, rb, counts, displs, t)
 	})
 }
@@ -578,7 +641,7 @@ func (c *Comm) igather(block bool, send, recv Buffer, root int) (*Request, error
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "gather", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "gather", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Igather(sb, rb, n, t, root)
 	})
 }
@@ -603,7 +666,7 @@ func (c *Comm) igatherv(block bool, send, recv Buffer, counts, displs []int, roo
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(block, "gatherv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "gatherv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Igatherv(sb, n, rb, counts, displs, t, root)
 	})
 }
@@ -645,7 +708,7 @@ func (c *Comm) iscatter(block bool, send, recv Buffer, root int) (*Request, erro
 	if isInPlace(recv) && send != nil {
 		n = send.Len() / c.Size()
 	}
-	return c.start(block, "scatter", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "scatter", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatter(sb, rb, n, t, root)
 	})
 }
@@ -670,7 +733,7 @@ func (c *Comm) iscatterv(block bool, send Buffer, counts, displs []int, recv Buf
 	if isInPlace(recv) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(block, "scatterv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "scatterv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
 	})
 }
@@ -696,7 +759,7 @@ func (c *Comm) ialltoall(block bool, send, recv Buffer) (*Request, error) {
 		return nil, err
 	}
 	n := recv.Len() / c.Size()
-	return c.start(block, "alltoall", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "alltoall", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoall(sb, rb, n, t)
 	})
 }
@@ -720,7 +783,7 @@ func (c *Comm) ialltoallv(block bool, send Buffer, sendCounts, sendDispls []int,
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "alltoallv", []Buffer{send, recv}, func(s *coll.State) (coll.Request, error) {
+	return c.start(block, "alltoallv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }

@@ -353,16 +353,27 @@ func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
 // tries this before pinning a blocking send's buffer. Argument errors are
 // reported as Send would.
 func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
-	if err := c.check("send"); err != nil {
+	return c.trySend(m, dest, tag, c.ctx, "send")
+}
+
+// TrySendColl is TrySend on c's collective context: package mpi sends a
+// collective's messages this way first, so that the caller's send buffer
+// need not be pinned when its messages leave inside the call.
+func (c *Comm) TrySendColl(m Mem, dest, tag int) (bool, error) {
+	return c.trySend(m, dest, tag, c.ctx+1, "coll send")
+}
+
+func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (bool, error) {
+	if err := c.check(name); err != nil {
 		return false, err
 	}
-	if err := c.checkPeer("send", dest, false); err != nil {
+	if err := c.checkPeer(name, dest, false); err != nil {
 		return false, err
 	}
-	if err := checkTag("send", tag, false); err != nil {
+	if err := checkTag(name, tag, false); err != nil {
 		return false, err
 	}
-	if err := c.checkMem("send", m); err != nil {
+	if err := c.checkMem(name, m); err != nil {
 		return false, err
 	}
 	if dest == ProcNull {
@@ -371,9 +382,9 @@ func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
 	if c.e.imm == nil || m.Kind != Host {
 		return false, nil
 	}
-	sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(c.ctx, c.rank, tag))
+	sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
 	if err != nil {
-		return false, &OpError{Op: "send", Class: ErrOther, Err: err}
+		return false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
 	return sent, nil
 }
