@@ -42,11 +42,12 @@ type doner interface {
 	Done() bool
 }
 
-// unpinnedSender is implemented by Comms that pin memory (Pinner) but can
-// send from a buffer nobody pinned, pinning it only if the message outlives
-// the call (see post).
-type unpinnedSender interface {
-	IsendUnpinned(buf []byte, dest, tag int) (Request, error)
+// immediateSender is implemented by Comms that pin memory (Pinner) and can
+// send a short message inside one call, keeping no reference to buf after
+// it, so buf need not be pinned: TrySend reports whether it sent buf
+// (returning the completed request); when it did not, nothing was sent.
+type immediateSender interface {
+	TrySend(buf []byte, dest, tag int) (Request, bool, error)
 }
 
 // bytes resolves a ref to memory.
@@ -59,14 +60,6 @@ func (e *exec) bytes(r ref) []byte {
 
 func (e *exec) fail(err error) (bool, error) {
 	e.done, e.err = true, fmt.Errorf("coll: %s: %w", e.pl.alg, err)
-	// Messages left in flight are dropped; a Comm whose messages hold
-	// resources (package mpi's pins) frees them in Abandon.
-	for i, q := range e.reqs {
-		if a, ok := q.(interface{ Abandon() }); ok {
-			a.Abandon()
-		}
-		e.reqs[i] = nil
-	}
 	// Receives already posted may still land in the scratch space, so it
 	// is not recycled; it stays reachable from e.
 	e.unpin()
@@ -84,28 +77,27 @@ func (e *exec) unpin() {
 }
 
 // post starts one message of the current round. With a Comm that pins
-// memory (Pinner), the executor pins a buffer (the caller's receive buffer,
-// the scratch space) once, just before the first receive into it, and keeps
-// it pinned to the end of the call; a send from a buffer not pinned (yet,
-// or ever: the caller's send buffer, which a schedule only reads) goes
-// through IsendUnpinned, which sends a short message inside the call and
-// pins only a message that outlives it. So a small exchange's send leaves
-// before any pinning, and the caller's send buffer is never pinned for it.
-// The caller of a State pins nothing.
+// memory (Pinner), the executor pins each buffer a message uses (the
+// caller's, the scratch space) once, just before the first message that
+// needs it, and keeps it pinned to the end of the call; a send from a buffer
+// not pinned yet is first tried inside the call (immediateSender), which
+// needs no pin. So a small exchange's send leaves before any pinning, and a
+// send buffer whose messages are all short is never pinned. The caller of a
+// State pins nothing.
 func (e *exec) post(s step) (Request, error) {
 	buf := e.bytes(s.a)
-	if s.kind == stepSend {
-		if len(buf) > 0 && e.pins[s.a.s] == nil {
-			if us, ok := e.comm.(unpinnedSender); ok {
-				return us.IsendUnpinned(buf, s.peer, e.tag)
-			}
-		}
-		return e.comm.Isend(buf, s.peer, e.tag)
-	}
 	if len(buf) > 0 && e.pins[s.a.s] == nil {
 		if p, ok := e.comm.(Pinner); ok {
+			if is, ok := e.comm.(immediateSender); ok && s.kind == stepSend {
+				if q, sent, err := is.TrySend(buf, s.peer, e.tag); sent || err != nil {
+					return q, err
+				}
+			}
 			e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
 		}
+	}
+	if s.kind == stepSend {
+		return e.comm.Isend(buf, s.peer, e.tag)
 	}
 	return e.comm.Irecv(buf, s.peer, e.tag)
 }

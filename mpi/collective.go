@@ -39,20 +39,23 @@ func (c *Comm) engine() *coll.State {
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.
 //
-// Pinning is the executor's (coll's exec.post): it pins the caller's
-// receive buffer and the scratch space through Pin just before the first
-// receive into them, so Isend and Irecv pin nothing, and it sends from a
-// buffer not pinned (the caller's send buffer, which is only ever read)
-// through IsendUnpinned, which sends a short message inside the call
-// (pt2pt's TrySendColl), after which the transport keeps no reference to
-// it, and pins the buffer for the message's lifetime only when it must post
-// the message instead. Comm.start pins nothing.
+// Pinning is the executor's (coll's exec.post): it pins each buffer a
+// schedule's messages use (the caller's, the scratch space) through Pin,
+// once per call, just before the first message that needs it, so Isend and
+// Irecv pin nothing; a send from a buffer not pinned yet is first tried
+// through TrySend, which sends a short message inside the call (pt2pt's
+// TrySendColl), after which the transport keeps no reference to it. A send
+// buffer whose messages all leave that way is never pinned. Comm.start pins
+// nothing.
 type collComm struct {
 	pc *pt2pt.Comm
 }
 
 var (
-	_ coll.Comm   = collComm{}
+	_ coll.Comm = collComm{}
+	_ interface {
+		TrySend([]byte, int, int) (coll.Request, bool, error)
+	} = collComm{}
 	_ coll.Pinner = collComm{}
 	_ coll.Idler  = collComm{}
 )
@@ -64,41 +67,27 @@ func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
 	return newCollMsg(a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag))
 }
 
-// IsendUnpinned sends from memory nobody has pinned (the caller's send
-// buffer): inside the call when the transport can, else posted with buf
-// pinned until the message completes.
-func (a collComm) IsendUnpinned(buf []byte, dest, tag int) (coll.Request, error) {
-	m := pt2pt.HostMem(buf)
-	if n := int64(len(buf)); n <= collTryLimit.Load() {
-		sent, err := a.pc.TrySendColl(m, dest, tag)
-		if err != nil {
-			return nil, err
-		}
-		if sent {
-			q := collMsgs.Get().(*collMsg)
-			q.done, q.n = true, len(buf)
-			return q, nil
-		}
-		if n > collTryFloor && n <= collTryLimit.Load() {
+// TrySend sends buf inside the call when the transport can (pt2pt's
+// TrySendColl), for the executor, which then need not pin buf
+// (coll's immediateSender).
+func (a collComm) TrySend(buf []byte, dest, tag int) (coll.Request, bool, error) {
+	n := int64(len(buf))
+	if n > collTryLimit.Load() {
+		return nil, false, nil
+	}
+	sent, err := a.pc.TrySendColl(pt2pt.HostMem(buf), dest, tag)
+	if err != nil || !sent {
+		if err == nil && n > collTryFloor && n <= collTryLimit.Load() {
 			collTryLimit.Store(n - 1) // a race may lose a lowering: harmless
 		}
-	}
-	var p *runtime.Pinner
-	if len(buf) > 0 {
-		p = pinners.Get().(*runtime.Pinner)
-		p.Pin(&buf[0])
-	}
-	r, err := a.pc.PostIsendColl(m, dest, tag)
-	if err != nil {
-		unpin(p)
-		return nil, err
+		return nil, false, err
 	}
 	q := collMsgs.Get().(*collMsg)
-	q.r, q.pin = r, p
-	return q, nil
+	q.done, q.n = true, len(buf)
+	return q, true, nil
 }
 
-// collTryLimit is the largest message IsendUnpinned tries to send inside
+// collTryLimit is the largest message TrySend tries to send inside
 // the call. The transport's limit is not known in advance (UCX sends only
 // its "short" messages at once: 8 to 64 B but not 128 B over shared memory
 // here), and a try that fails costs a transport call, so the limit starts
@@ -125,7 +114,7 @@ func newCollMsg(r pt2pt.Request, err error) (coll.Request, error) {
 	return q, nil
 }
 
-// Pin pins a buffer a schedule receives into (coll.Pinner).
+// Pin pins a buffer a schedule's messages use (coll.Pinner).
 func (collComm) Pin(buf []byte) any {
 	p := pinners.Get().(*runtime.Pinner)
 	p.Pin(&buf[0])
@@ -145,7 +134,6 @@ func (a collComm) Idle(idle int) { a.pc.Engine().Idle(idle) }
 // lock; coll releases it back to collMsgs once it has completed.
 type collMsg struct {
 	r    pt2pt.Request
-	pin  *runtime.Pinner // a posted send's buffer (see collComm); nil if none
 	done bool
 	n    int
 	err  error
@@ -184,17 +172,8 @@ func (q *collMsg) Done() bool { return q.done || q.r.Done() }
 
 // Release recycles a completed message (coll.Releaser).
 func (q *collMsg) Release() {
-	unpin(q.pin)
 	*q = collMsg{}
 	collMsgs.Put(q)
-}
-
-// Abandon drops a message its failed schedule leaves in flight: its pin is
-// released (a Pinner that becomes garbage while pinning is a fatal error),
-// the message is not recycled.
-func (q *collMsg) Abandon() {
-	unpin(q.pin)
-	q.pin = nil
 }
 
 // Op is a reduction operation: one of the predefined ones or a
