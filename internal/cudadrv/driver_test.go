@@ -155,6 +155,44 @@ func TestMemoryAndCopies(t *testing.T) {
 	}
 }
 
+// TestEventsAfterSynchronize: once StreamSynchronize returns, every event
+// recorded on the stream before it has completed, and the stream is idle
+// (the fake once counted the record done before completing its event, and
+// a benchmark's elapsed time after a Synchronize failed with NOT_READY).
+func TestEventsAfterSynchronize(t *testing.T) {
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			d := open(t, tg.drv, 0)
+			s := must[cudadrv.Stream](t)(d.StreamCreate())
+			defer d.StreamDestroy(s)
+			start := must[cudadrv.Event](t)(d.EventCreate(true))
+			end := must[cudadrv.Event](t)(d.EventCreate(true))
+			defer d.EventDestroy(start)
+			defer d.EventDestroy(end)
+			for i := 0; i < 2000; i++ {
+				if err := d.EventRecord(start, s); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.EventRecord(end, s); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.StreamSynchronize(s); err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := d.EventQuery(end); err != nil || !ok {
+					t.Fatalf("round %d: EventQuery after StreamSynchronize: %v, %v", i, ok, err)
+				}
+				if _, err := d.EventElapsed(start, end); err != nil {
+					t.Fatalf("round %d: EventElapsed after StreamSynchronize: %v", i, err)
+				}
+				if ok, err := d.StreamQuery(s); err != nil || !ok {
+					t.Fatalf("round %d: StreamQuery after StreamSynchronize: %v, %v", i, ok, err)
+				}
+			}
+		})
+	}
+}
+
 func TestEvents(t *testing.T) {
 	for _, tg := range targets(t) {
 		t.Run(tg.name, func(t *testing.T) {

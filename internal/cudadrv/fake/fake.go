@@ -239,6 +239,10 @@ type stream struct {
 	mu        sync.Mutex
 	cond      *sync.Cond
 	enq, done uint64
+	// settled counts ops done and their post run (an event they recorded
+	// complete): Synchronize waits for it, so that every event recorded
+	// before it has completed when it returns, as on the real driver.
+	settled   uint64
 	err       error // first asynchronous error; reported by Synchronize and Query
 	destroyed bool
 	post      func() // set by an op, run by the stream goroutine after counting it done
@@ -259,7 +263,6 @@ func (s *stream) run() {
 		if err != nil && s.err == nil {
 			s.err = err
 		}
-		s.cond.Broadcast()
 		s.mu.Unlock()
 		// An event recorded by op completes only now, once the stream
 		// counts op as done: whoever sees the event complete then also
@@ -268,6 +271,12 @@ func (s *stream) run() {
 			s.post = nil
 			post()
 		}
+		// And Synchronize returns only after that: whoever it releases
+		// sees the events recorded before it complete.
+		s.mu.Lock()
+		s.settled++
+		s.cond.Broadcast()
+		s.mu.Unlock()
 	}
 }
 
@@ -288,7 +297,7 @@ func (s *stream) enqueue(op string, f func() error) error {
 func (s *stream) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for target := s.enq; s.done < target; {
+	for target := s.enq; s.settled < target; {
 		s.cond.Wait()
 	}
 	return s.err
