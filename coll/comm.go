@@ -42,9 +42,11 @@ type Counter interface {
 
 // Pinner is implemented by Comms that hand buffers to code the Go runtime
 // cannot see (cgo), which requires Go memory to be pinned while a message
-// is in flight. The executor pins the scratch space of each collective once
-// for the whole call (rather than per message) and unpins it when the call
-// ends; pinning the buffers passed to a State is the caller's business.
+// is in flight. The executor pins each buffer of a call (the caller's send
+// and receive buffers, the scratch space) at most once, just before the
+// first message that needs it, and unpins them all when the call ends; a
+// send that a Comm can complete inside the call (TrySend) needs no pin.
+// The caller of a State pins nothing.
 type Pinner interface {
 	// Pin pins buf (non-empty) and returns a token for Unpin.
 	Pin(buf []byte) (token any)
