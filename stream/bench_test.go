@@ -1,6 +1,9 @@
 package stream
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 // BenchmarkFlagRoundTrip: a stream of blocking operations that complete as
 // soon as they start, so each costs one full round trip through the flags
@@ -12,18 +15,7 @@ import "testing"
 func BenchmarkFlagRoundTrip(b *testing.B) {
 	for _, r := range rigs(b) {
 		b.Run(r.name, func(b *testing.B) {
-			e := NewEngine(Config{Depth: 64, Signal: r.signal})
-			defer e.Close()
-			s, err := r.dev.StreamCreate()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.dev.StreamDestroy(s)
-			q, err := e.NewQueue(r.dev, s)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer q.Close()
+			_, q, s := setup(b, r, 64)
 			done := func() (bool, error) { return true, nil }
 			op := Op{Block: true, Start: func() (Poll, error) { return done, nil }}
 			b.ReportAllocs()
@@ -45,18 +37,7 @@ func BenchmarkFlagRoundTrip(b *testing.B) {
 func BenchmarkEnqueue(b *testing.B) {
 	for _, r := range rigs(b) {
 		b.Run(r.name, func(b *testing.B) {
-			e := NewEngine(Config{Depth: 1024, Signal: r.signal})
-			defer e.Close()
-			s, err := r.dev.StreamCreate()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.dev.StreamDestroy(s)
-			q, err := e.NewQueue(r.dev, s)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer q.Close()
+			_, q, s := setup(b, r, 1024)
 			op := Op{Start: func() (Poll, error) { return nil, nil }}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -68,6 +49,12 @@ func BenchmarkEnqueue(b *testing.B) {
 			b.StopTimer()
 			if err := r.dev.StreamSynchronize(s); err != nil {
 				b.Fatal(err)
+			}
+			// The progress goroutine completes the last operations
+			// after the stream has passed them; the queue closes once
+			// it has.
+			for q.Pending() > 0 {
+				runtime.Gosched()
 			}
 		})
 	}

@@ -64,8 +64,9 @@ func rigs(t testing.TB) []rig {
 	return append(out, rig{"gpu-auto", dev, SignalAuto}, rig{"gpu-kernels", dev, SignalKernels})
 }
 
-// setup makes an engine, a stream and its queue on r.
-func setup(t *testing.T, r rig, depth int) (*Engine, *Queue, cudadrv.Stream) {
+// setup makes an engine, a stream and its queue on r, closed when the
+// test or benchmark ends.
+func setup(t testing.TB, r rig, depth int) (*Engine, *Queue, cudadrv.Stream) {
 	t.Helper()
 	e := NewEngine(Config{Depth: depth, Signal: r.signal})
 	s, err := r.dev.StreamCreate()
