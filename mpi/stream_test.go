@@ -782,16 +782,7 @@ func TestStreamBoundedFake(t *testing.T) {
 // TestStreamGPU runs the scenarios in two real processes over UCX, each on
 // its own GPU (the launcher's binding); the bounded one with a depth of 4.
 func TestStreamGPU(t *testing.T) {
-	d, err := cudadrv.Open()
-	if err == nil && d.DeviceCount() == 0 {
-		err = cudadrv.ErrNoDevice
-	}
-	if err != nil {
-		if os.Getenv("GOMPIX_REQUIRE_GPU") == "1" {
-			t.Fatalf("GOMPIX_REQUIRE_GPU=1 but no GPU: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	}
+	needGPU(t)
 	for _, signal := range []string{"auto", "kernels"} {
 		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_bounded", "stream_multiplex"} {
 			t.Run(name+"/"+signal, func(t *testing.T) {
