@@ -416,19 +416,27 @@ func streamCollCases() []collCase {
 		return a, b, get, err
 	}
 	const n = 6
-	return []collCase{
-		{"allreduce", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n, in(w.Rank()), n)
+	// pair: a collective from a send buffer of ns(p) elements (this rank's
+	// input) into a result buffer of nr(p), enqueued on sc or blocking on w.
+	pair := func(name string, ns, nr func(p int) int, enq func(sc *StreamComm, a, b Buffer) error,
+		blk func(w *Comm, a, b Buffer) error) collCase {
+		return collCase{name, func(w *Comm, sc *StreamComm, enqueue bool, mk mkFn) ([]int32, error) {
+			a, b, get, err := two(mk, ns(w.Size()), in(w.Rank()), nr(w.Size()))
 			if err != nil {
 				return nil, err
 			}
-			if enq {
-				err = sc.AllreduceEnqueue(a, b, Sum)
+			if enqueue {
+				err = enq(sc, a, b)
 			} else {
-				err = w.Allreduce(a, b, Sum)
+				err = blk(w, a, b)
 			}
-			return result(err, sc, enq, get)
-		}},
+			return result(err, sc, enqueue, get)
+		}}
+	}
+	return []collCase{
+		pair("allreduce", func(p int) int { return n }, func(p int) int { return n },
+			func(sc *StreamComm, a, b Buffer) error { return sc.AllreduceEnqueue(a, b, Sum) },
+			func(w *Comm, a, b Buffer) error { return w.Allreduce(a, b, Sum) }),
 		{"allreduce-inplace-max", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
 			b, get, err := mk(n, in(w.Rank()))
 			if err != nil {
@@ -454,42 +462,15 @@ func streamCollCases() []collCase {
 			}
 			return result(err, sc, enq, get)
 		}},
-		{"reduce", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n, in(w.Rank()), n)
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.ReduceEnqueue(a, b, Sum, 0)
-			} else {
-				err = w.Reduce(a, b, Sum, 0)
-			}
-			return result(err, sc, enq, get)
-		}},
-		{"allgather", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n, in(w.Rank()), n*w.Size())
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.AllgatherEnqueue(a, b)
-			} else {
-				err = w.Allgather(a, b)
-			}
-			return result(err, sc, enq, get)
-		}},
-		{"reduce-scatter-block", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n*w.Size(), in(w.Rank()), n)
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.ReduceScatterBlockEnqueue(a, b, Sum)
-			} else {
-				err = w.ReduceScatterBlock(a, b, Sum)
-			}
-			return result(err, sc, enq, get)
-		}},
+		pair("reduce", func(p int) int { return n }, func(p int) int { return n },
+			func(sc *StreamComm, a, b Buffer) error { return sc.ReduceEnqueue(a, b, Sum, 0) },
+			func(w *Comm, a, b Buffer) error { return w.Reduce(a, b, Sum, 0) }),
+		pair("allgather", func(p int) int { return n }, func(p int) int { return n * p },
+			func(sc *StreamComm, a, b Buffer) error { return sc.AllgatherEnqueue(a, b) },
+			func(w *Comm, a, b Buffer) error { return w.Allgather(a, b) }),
+		pair("reduce-scatter-block", func(p int) int { return n * p }, func(p int) int { return n },
+			func(sc *StreamComm, a, b Buffer) error { return sc.ReduceScatterBlockEnqueue(a, b, Sum) },
+			func(w *Comm, a, b Buffer) error { return w.ReduceScatterBlock(a, b, Sum) }),
 		{"reduce-scatter", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
 			counts := make([]int, w.Size())
 			total := 0
@@ -509,67 +490,21 @@ func streamCollCases() []collCase {
 			}
 			return result(err, sc, enq, get)
 		}},
-		{"alltoall", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, 2*w.Size(), in(w.Rank()), 2*w.Size())
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.AlltoallEnqueue(a, b)
-			} else {
-				err = w.Alltoall(a, b)
-			}
-			return result(err, sc, enq, get)
-		}},
-		{"gather", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			root := w.Size() - 1
-			a, b, get, err := two(mk, n, in(w.Rank()), n*w.Size())
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.GatherEnqueue(a, b, root)
-			} else {
-				err = w.Gather(a, b, root)
-			}
-			return result(err, sc, enq, get)
-		}},
-		{"scatter", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n*w.Size(), in(w.Rank()), n)
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.ScatterEnqueue(a, b, 0)
-			} else {
-				err = w.Scatter(a, b, 0)
-			}
-			return result(err, sc, enq, get)
-		}},
-		{"scan", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n, in(w.Rank()), n)
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.ScanEnqueue(a, b, Sum)
-			} else {
-				err = w.Scan(a, b, Sum)
-			}
-			return result(err, sc, enq, get)
-		}},
-		{"exscan-max", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
-			a, b, get, err := two(mk, n, in(w.Rank()), n)
-			if err != nil {
-				return nil, err
-			}
-			if enq {
-				err = sc.ExscanEnqueue(a, b, Max)
-			} else {
-				err = w.Exscan(a, b, Max)
-			}
-			return result(err, sc, enq, get)
-		}},
+		pair("alltoall", func(p int) int { return 2 * p }, func(p int) int { return 2 * p },
+			func(sc *StreamComm, a, b Buffer) error { return sc.AlltoallEnqueue(a, b) },
+			func(w *Comm, a, b Buffer) error { return w.Alltoall(a, b) }),
+		pair("gather", func(p int) int { return n }, func(p int) int { return n * p },
+			func(sc *StreamComm, a, b Buffer) error { return sc.GatherEnqueue(a, b, sc.Size()-1) },
+			func(w *Comm, a, b Buffer) error { return w.Gather(a, b, w.Size()-1) }),
+		pair("scatter", func(p int) int { return n * p }, func(p int) int { return n },
+			func(sc *StreamComm, a, b Buffer) error { return sc.ScatterEnqueue(a, b, 0) },
+			func(w *Comm, a, b Buffer) error { return w.Scatter(a, b, 0) }),
+		pair("scan", func(p int) int { return n }, func(p int) int { return n },
+			func(sc *StreamComm, a, b Buffer) error { return sc.ScanEnqueue(a, b, Sum) },
+			func(w *Comm, a, b Buffer) error { return w.Scan(a, b, Sum) }),
+		pair("exscan-max", func(p int) int { return n }, func(p int) int { return n },
+			func(sc *StreamComm, a, b Buffer) error { return sc.ExscanEnqueue(a, b, Max) },
+			func(w *Comm, a, b Buffer) error { return w.Exscan(a, b, Max) }),
 		{"barrier", func(w *Comm, sc *StreamComm, enq bool, mk mkFn) ([]int32, error) {
 			var err error
 			if enq {
