@@ -3,7 +3,6 @@ package mpi
 import (
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
-	"github.com/gompix/gompix/pt2pt/inproc"
 )
 
 // Device buffers in point-to-point through the mpi API: the GPU path
@@ -193,37 +191,17 @@ func TestDevicePointToPointFake(t *testing.T) {
 // spaces are released at the end (the fake checks for leaks).
 func runInProcGPU(t *testing.T, n int, mode gpupath.Mode, sc scenario) {
 	t.Helper()
-	f := inproc.NewFabric(n)
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	for r := 0; r < n; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			tr := gpupath.New(f.Transport(r), gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent, Mode: mode})
-			defer tr.Close()
-			e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
-			c := newComm(e.World())
-			err := sc(c)
-			if ferr := c.closeDevice(); err == nil {
-				err = ferr
-			}
-			if err != nil {
-				errc <- fmt.Errorf("rank %d: %w", r, err)
-			}
-		}(r)
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("in-process GPU job hung")
-	}
-	close(errc)
-	for err := range errc {
-		t.Error(err)
-	}
+	runGoroutineRanks(t, n, 3*time.Minute, func(r int, inner pt2pt.Transport) error {
+		tr := gpupath.New(inner, gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent, Mode: mode})
+		defer tr.Close()
+		e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
+		c := newComm(e.World())
+		err := sc(c)
+		if ferr := c.closeDevice(); err == nil {
+			err = ferr
+		}
+		return err
+	})
 }
 
 // TestDevicePointToPointGPU: two real processes over UCX, each on its own

@@ -120,6 +120,17 @@ func gpuCount() int {
 // runInProc runs scenario sc on n goroutine ranks.
 func runInProc(t *testing.T, n int, sc scenario) {
 	t.Helper()
+	runGoroutineRanks(t, n, time.Minute, func(r int, tr pt2pt.Transport) error {
+		e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
+		return sc(newComm(e.World()))
+	})
+}
+
+// runGoroutineRanks runs rank on n goroutines over one in-process fabric
+// (rank r gets its transport) and fails t with every rank's error, or when
+// the ranks have not all returned within limit.
+func runGoroutineRanks(t *testing.T, n int, limit time.Duration, rank func(r int, tr pt2pt.Transport) error) {
+	t.Helper()
 	f := inproc.NewFabric(n)
 	var wg sync.WaitGroup
 	errc := make(chan error, n)
@@ -127,8 +138,7 @@ func runInProc(t *testing.T, n int, sc scenario) {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			e := pt2pt.NewEngine(f.Transport(r), pt2pt.Options{SpinIterations: 16})
-			if err := sc(newComm(e.World())); err != nil {
+			if err := rank(r, f.Transport(r)); err != nil {
 				errc <- fmt.Errorf("rank %d: %w", r, err)
 			}
 		}(r)
@@ -138,7 +148,7 @@ func runInProc(t *testing.T, n int, sc scenario) {
 	hung := false
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(limit):
 		hung = true
 	}
 	for len(errc) > 0 {
