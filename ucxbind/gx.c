@@ -321,27 +321,32 @@ static void gx_complete(gx_req *r, gx_result *res) {
     gx_req_release(r);
 }
 
-void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                      uint64_t mask, int memtype, int spins, uintptr_t stp) {
-    ucp_worker_h wh = (ucp_worker_h)w;
-    gx_result *res = &gx_state(stp)->res;
+/* gx_recv_spin posts a receive into res and progresses the worker up to
+ * spins rounds while it is pending; it returns the request (NULL when the
+ * receive completed, or failed, at once: res says which). */
+static gx_req *gx_recv_spin(ucp_worker_h wh, uintptr_t buf, size_t len, uint64_t tag,
+                            uint64_t mask, int memtype, int spins, gx_result *res) {
     gx_recv_post(wh, (void *)buf, len, tag, mask, memtype, res);
     gx_req *r = res->req;
-    if (r == NULL) return;
+    if (r == NULL) return NULL;
     for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
         ucp_worker_progress(wh);
-    if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) gx_complete(r, res);
+    return r;
+}
+
+void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                      uint64_t mask, int memtype, int spins, uintptr_t stp) {
+    gx_result *res = &gx_state(stp)->res;
+    gx_req *r = gx_recv_spin((ucp_worker_h)w, buf, len, tag, mask, memtype, spins, res);
+    if (r != NULL && __atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) gx_complete(r, res);
 }
 
 int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
                     uint64_t mask, int memtype, int spins, uintptr_t stp) {
     ucp_worker_h wh = (ucp_worker_h)w;
     gx_result *res = &gx_state(stp)->res;
-    gx_recv_post(wh, (void *)buf, len, tag, mask, memtype, res);
-    gx_req *r = res->req;
+    gx_req *r = gx_recv_spin(wh, buf, len, tag, mask, memtype, spins, res);
     if (r == NULL) return 1; /* done at once (or failed: res->status) */
-    for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
-        ucp_worker_progress(wh);
     if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
         /* An expected receive not yet matched completes inside the cancel,
          * as cancelled; a matched one does not, and is progressed until
