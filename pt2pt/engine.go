@@ -311,19 +311,25 @@ func (c *Comm) PostIrecvColl(m Mem, src, tag int) (Request, error) {
 	return c.postRecv(m, src, tag, c.ctx+1, "coll recv", false)
 }
 
+// checkSend checks a send's arguments: a live communicator, a valid
+// destination and tag, a well-formed buffer.
+func (c *Comm) checkSend(name string, m Mem, dest, tag int) error {
+	if err := c.check(name); err != nil {
+		return err
+	}
+	if err := c.checkPeer(name, dest, false); err != nil {
+		return err
+	}
+	if err := checkTag(name, tag, false); err != nil {
+		return err
+	}
+	return c.checkMem(name, m)
+}
+
 // postSend checks a send's arguments and posts it. The Request is returned
 // by value so that the blocking Send keeps it on its stack.
 func (c *Comm) postSend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (Request, error) {
-	if err := c.check(name); err != nil {
-		return Request{}, err
-	}
-	if err := c.checkPeer(name, dest, false); err != nil {
-		return Request{}, err
-	}
-	if err := checkTag(name, tag, false); err != nil {
-		return Request{}, err
-	}
-	if err := c.checkMem(name, m); err != nil {
+	if err := c.checkSend(name, m, dest, tag); err != nil {
 		return Request{}, err
 	}
 	if dest == ProcNull {
@@ -364,16 +370,7 @@ func (c *Comm) TrySendColl(m Mem, dest, tag int) (bool, error) {
 }
 
 func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (bool, error) {
-	if err := c.check(name); err != nil {
-		return false, err
-	}
-	if err := c.checkPeer(name, dest, false); err != nil {
-		return false, err
-	}
-	if err := checkTag(name, tag, false); err != nil {
-		return false, err
-	}
-	if err := c.checkMem(name, m); err != nil {
+	if err := c.checkSend(name, m, dest, tag); err != nil {
 		return false, err
 	}
 	if dest == ProcNull {
