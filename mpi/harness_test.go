@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +34,10 @@ var scenarios = map[string]scenario{}
 
 const childEnv = "GOMPIX_TEST_SCENARIO"
 
+// childWatchdog is how long a rank of runJob may run before it dumps its
+// goroutines and exits; runJob's launcher timeout is 2 minutes.
+const childWatchdog = 100 * time.Second
+
 func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
 		os.Exit(runChild(name))
@@ -47,6 +52,16 @@ func runChild(name string) int {
 		fmt.Fprintf(os.Stderr, "unknown scenario %q\n", name)
 		return 3
 	}
+	// A rank still running shortly before the launcher's deadline prints
+	// every goroutine's stack and fails: a hang (on the GPU machine above
+	// all) then says where it is, which the launcher's kill would not.
+	watchdog := time.AfterFunc(childWatchdog, func() {
+		buf := make([]byte, 4<<20)
+		n := runtime.Stack(buf, true)
+		fmt.Fprintf(os.Stderr, "scenario %s still running after %v; goroutines:\n%s\n", name, childWatchdog, buf[:n])
+		os.Exit(4)
+	})
+	defer watchdog.Stop()
 	if err := Init(); err != nil {
 		fmt.Fprintln(os.Stderr, "init:", err)
 		return 2

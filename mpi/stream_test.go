@@ -59,6 +59,14 @@ func runStreamFake(t *testing.T, n int, o fake.Options, sc scenario) {
 	if o.TotalMem == 0 {
 		o.TotalMem = 4 << 30
 	}
+	if o.Devices == 0 {
+		o.Devices = 2
+	}
+	// With a device per rank, the fake's one context per device is each
+	// rank's own, as on the GPU machine: model the driver calls that
+	// synchronise it (lazy kernel loading, IPC unmaps), which deadlock
+	// against a stream waiting on the host.
+	o.ContextSync = n <= o.Devices
 	useFake(t, o, wireup.NoGPU)
 	runInProcGPU(t, n, gpupath.ModeAuto, sc)
 }

@@ -75,6 +75,9 @@ type entry struct {
 	started bool
 	poll    Poll
 	t0, t1  time.Time // reached seen, Start returned (GOMPIX_STREAM_STATS)
+	// hostWait: the stream waits for this operation's go flag, counted by
+	// cudadrv.BeginHostWait until the flag is written.
+	hostWait bool
 }
 
 // NewQueue binds stream s of dev (which the caller keeps alive until the
@@ -86,6 +89,13 @@ func (e *Engine) NewQueue(dev cudadrv.Device, s cudadrv.Stream) (*Queue, error) 
 		q.st.on = true
 	}
 	q.space = sync.NewCond(&q.mu)
+	// The kernels are loaded now, before the stream can wait on a flag:
+	// loading them later (the first enqueued collective's reduction, from
+	// the goroutine that would write the flag) may synchronise the context
+	// and deadlock on that wait (gpucoll.LoadModule).
+	if _, err := gpucoll.LoadModule(dev); err != nil {
+		return nil, fmt.Errorf("stream: %w", err)
+	}
 	p, err := dev.HostAlloc(flagBytes)
 	if err != nil {
 		return nil, fmt.Errorf("stream: flag memory: %w", err)
@@ -201,7 +211,15 @@ func (q *Queue) Enqueue(op Op) error {
 	ent := &entry{seq: seq, op: op}
 	var werr error
 	if op.Block {
-		werr = q.wait(seq)
+		// Counted before it is issued: from now until the progress
+		// goroutine writes the go flag, no driver call that synchronises
+		// the context may run (cudadrv's hostwait.go).
+		cudadrv.BeginHostWait()
+		if werr = q.wait(seq); werr != nil {
+			cudadrv.EndHostWait()
+		} else {
+			ent.hostWait = true
+		}
 	}
 	if werr != nil {
 		// The stream will write seq but not wait: keep the sequence
@@ -312,6 +330,9 @@ func (q *Queue) progress() (progressed, pending bool) {
 		// it, and before the operation leaves ops, so that Close (which
 		// needs ops empty) cannot free the flag under this store.
 		atomic.StoreUint32(q.goFlag, ent.seq)
+		if ent.hostWait {
+			cudadrv.EndHostWait()
+		}
 		copy(q.ops, q.ops[1:])
 		q.ops[len(q.ops)-1] = nil
 		q.ops = q.ops[:len(q.ops)-1]

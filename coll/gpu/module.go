@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -46,7 +47,21 @@ func LoadModule(dev cudadrv.Device) (*Module, error) {
 		if err != nil || sms <= 0 {
 			sms = 1
 		}
-		o.m = &Module{dev: dev, mod: mod, image: img, sms: sms, fns: map[string]cudadrv.Function{}}
+		m := &Module{dev: dev, mod: mod, image: img, sms: sms, fns: map[string]cudadrv.Function{}}
+		// Look every kernel up now. Under CUDA's lazy loading (the
+		// default since 12.2) cuModuleGetFunction is what loads a kernel,
+		// and loading may synchronise the context: done later, from the
+		// goroutine that starts an enqueued collective while the user's
+		// stream waits for it on a flag, it would wait for that stream,
+		// which waits for it. A name the image lacks is left to the
+		// lookup at first use, which reports it.
+		for _, name := range kernels.Names() {
+			if _, err := m.function(name); err != nil && !errors.Is(err, cudadrv.ErrorNotFound) {
+				o.err = fmt.Errorf("coll/gpu: loading kernel %s: %w", name, err)
+				return
+			}
+		}
+		o.m = m
 	})
 	return o.m, o.err
 }

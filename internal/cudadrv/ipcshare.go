@@ -47,7 +47,9 @@ var ipcShared = struct {
 	byKey   map[ipcKey]*ipcEntry
 	byPtr   map[ipcPtrKey]*ipcEntry
 	exports map[ipcExportKey]IpcMemHandle
-}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, exports: map[ipcExportKey]IpcMemHandle{}}
+	closing map[ipcKey]*ipcEntry // closed, awaiting a time without host waits (hostwait.go)
+}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, exports: map[ipcExportKey]IpcMemHandle{},
+	closing: map[ipcKey]*ipcEntry{}}
 
 // ExportIPC returns the IPC handle of dev's allocation bufferID, whose
 // first byte is base (PointerInfo's Base and BufferID), from the cache or
@@ -84,6 +86,14 @@ func OpenIPC(dev Device, h IpcMemHandle) (DevicePtr, error) {
 		e.refs++
 		return e.p, nil
 	}
+	if e := ipcShared.closing[k]; e != nil {
+		// Closed while a stream waited on the host, not yet unmapped.
+		delete(ipcShared.closing, k)
+		e.refs = 1
+		ipcShared.byKey[k] = e
+		ipcShared.byPtr[ipcPtrKey{dev, e.p}] = e
+		return e.p, nil
+	}
 	p, err := dev.IpcOpenMemHandle(h)
 	if err != nil {
 		return 0, err
@@ -97,7 +107,12 @@ func OpenIPC(dev Device, h IpcMemHandle) (DevicePtr, error) {
 // CloseIPC releases one OpenIPC of the mapping at p in dev's context and
 // unmaps it when none is left. A pointer OpenIPC did not return is closed
 // directly (the driver reports what it makes of it).
+//
+// The unmap synchronises the context: while a stream waits on a flag this
+// process's host writes, it is deferred until none does (hostwait.go).
 func CloseIPC(dev Device, p DevicePtr) error {
+	hostWait.mu.Lock()
+	defer hostWait.mu.Unlock()
 	ipcShared.mu.Lock()
 	defer ipcShared.mu.Unlock()
 	pk := ipcPtrKey{dev, p}
@@ -110,5 +125,9 @@ func CloseIPC(dev Device, p DevicePtr) error {
 	}
 	delete(ipcShared.byPtr, pk)
 	delete(ipcShared.byKey, e.key)
+	if hostWait.n > 0 {
+		ipcShared.closing[e.key] = e
+		return nil
+	}
 	return dev.IpcCloseMemHandle(p)
 }

@@ -1,7 +1,9 @@
 package cudadrv_test
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/cudadrv/fake"
@@ -90,5 +92,80 @@ func TestExportIPC(t *testing.T) {
 	}
 	if err := cudadrv.CloseIPC(b, m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCloseIPCWhileHostWaits: an unmap synchronises the context, so while
+// a stream waits on a flag that only the host writes, CloseIPC defers it
+// (the fake, like the real driver, would otherwise wait for that stream);
+// an open of the same handle meanwhile reuses the mapping; once the host
+// has released the wait, the deferred unmap happens.
+func TestCloseIPCWhileHostWaits(t *testing.T) {
+	d := fake.New(fake.Options{Devices: 2, ContextSync: true, ContextSyncTimeout: 2 * time.Second})
+	defer d.Close()
+	a, _ := d.Device(0)
+	b, _ := d.Device(1)
+	p, err := a.MemAlloc(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.MemFree(p)
+	h, _ := a.IpcGetMemHandle(p)
+
+	flag, err := b.HostAlloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.HostFree(flag)
+	*(*uint32)(flag) = 0
+	flagDev, _ := b.HostDevicePtr(flag)
+	s, _ := b.StreamCreate()
+	defer b.StreamDestroy(s)
+
+	m, err := cudadrv.OpenIPC(b, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cudadrv.BeginHostWait()
+	if err := b.StreamWaitValue32(s, flagDev, 1, cudadrv.WaitGEQ); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := cudadrv.CloseIPC(b, m); err != nil {
+		t.Fatalf("close while a stream waits on the host: %v", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("close took %v while a stream waited on the host: not deferred", el)
+	}
+	if n := cudadrv.DeferredIPCCloses(); n != 1 {
+		t.Fatalf("%d deferred closes, want 1", n)
+	}
+	// Reopened before the unmap: the same mapping, usable.
+	m2, err := cudadrv.OpenIPC(b, h)
+	if err != nil || m2 != m {
+		t.Fatalf("reopen: %#x, %v; want %#x", m2, err, m)
+	}
+	if err := b.MemcpyHtoD(m2, make([]byte, 8)); err != nil {
+		t.Fatalf("reopened mapping: %v", err)
+	}
+	if err := cudadrv.CloseIPC(b, m2); err != nil {
+		t.Fatal(err)
+	}
+	// The host releases the wait: the unmap follows.
+	atomic.StoreUint32((*uint32)(flag), 1)
+	cudadrv.EndHostWait()
+	for deadline := time.Now().Add(5 * time.Second); cudadrv.DeferredIPCCloses() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("deferred close never made")
+		}
+	}
+	if err := b.StreamSynchronize(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.MemcpyHtoD(m, make([]byte, 8)); err == nil {
+		t.Fatal("mapping still usable after the deferred close")
+	}
+	if cudadrv.HostWaits() != 0 {
+		t.Fatalf("%d host waits left", cudadrv.HostWaits())
 	}
 }

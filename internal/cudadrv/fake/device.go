@@ -17,7 +17,10 @@ type device struct {
 	closed atomic.Bool
 }
 
-type module struct{ dev int }
+type module struct {
+	dev    int
+	loaded map[string]bool // kernels looked up (loaded, under lazy loading); d.mu
+}
 
 type function struct {
 	dev    int
@@ -584,6 +587,9 @@ func (v *device) IpcCloseMemHandle(p cudadrv.DevicePtr) error {
 	if err := v.ok(op); err != nil {
 		return err
 	}
+	if err := v.contextSync(op, "unmapping an IPC mapping"); err != nil {
+		return err
+	}
 	d := v.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -630,7 +636,7 @@ func (v *device) ModuleLoadData(image []byte) (cudadrv.Module, error) {
 	if len(image) == 0 {
 		return 0, cudadrv.NewError("cuModuleLoadData", cudadrv.ErrorInvalidValue, "empty image")
 	}
-	return cudadrv.Module(v.d.newHandle(&module{dev: v.ord})), nil
+	return cudadrv.Module(v.d.newHandle(&module{dev: v.ord, loaded: map[string]bool{}})), nil
 }
 
 func (v *device) ModuleUnload(m cudadrv.Module) error {
@@ -649,7 +655,8 @@ func (v *device) ModuleFunction(m cudadrv.Module, name string) (cudadrv.Function
 	if err := v.ok(op); err != nil {
 		return 0, err
 	}
-	if _, err := lookup[*module](v.d, op, uintptr(m)); err != nil {
+	mod, err := lookup[*module](v.d, op, uintptr(m))
+	if err != nil {
 		return 0, err
 	}
 	var k Kernel
@@ -660,7 +667,68 @@ func (v *device) ModuleFunction(m cudadrv.Module, name string) (cudadrv.Function
 	if !ok {
 		return 0, cudadrv.NewError(op, cudadrv.ErrorNotFound, name)
 	}
+	v.d.mu.Lock()
+	first := !mod.loaded[name]
+	mod.loaded[name] = true
+	v.d.mu.Unlock()
+	if first {
+		if err := v.contextSync(op, "lazy loading of "+name); err != nil {
+			return 0, err
+		}
+	}
 	return cudadrv.Function(v.d.newHandle(&function{dev: v.ord, name: name, kernel: k})), nil
+}
+
+// contextSync models the driver calls that synchronise the context: they
+// wait for the work already on every stream of the device. Lazy loading
+// (the default since 12.2) does it at a kernel's first lookup, and
+// cuIpcCloseMemHandle at an unmap. A stream waiting for something only
+// the caller would do never drains, and the real driver hangs there; the
+// fake reports it after Options.ContextSyncTimeout.
+func (v *device) contextSync(op, what string) error {
+	if !v.d.opts.ContextSync {
+		return nil
+	}
+	type target struct {
+		s   *stream
+		enq uint64
+	}
+	var ts []target
+	v.d.mu.RLock()
+	for _, h := range v.d.handles {
+		if s, ok := h.(*stream); ok && s.dev == v.ord {
+			ts = append(ts, target{s: s})
+		}
+	}
+	if s := v.d.defaults[v.ord]; s != nil {
+		ts = append(ts, target{s: s})
+	}
+	v.d.mu.RUnlock()
+	for i := range ts {
+		ts[i].s.mu.Lock()
+		ts[i].enq = ts[i].s.enq
+		ts[i].s.mu.Unlock()
+	}
+	deadline := time.Now().Add(v.d.opts.ContextSyncTimeout)
+	for _, t := range ts {
+		err := v.d.waitUntil(func() bool {
+			t.s.mu.Lock()
+			defer t.s.mu.Unlock()
+			return t.s.done >= t.enq || t.s.destroyed || time.Now().After(deadline)
+		})
+		if err != nil {
+			return err
+		}
+		t.s.mu.Lock()
+		drained := t.s.done >= t.enq || t.s.destroyed
+		t.s.mu.Unlock()
+		if !drained {
+			return cudadrv.NewError(op, cudadrv.ErrorUnknown, fmt.Sprintf(
+				"%s synchronises the context: it waits for every stream of device %d, and one has not drained in %v; the real driver would hang here",
+				what, v.ord, v.d.opts.ContextSyncTimeout))
+		}
+	}
+	return nil
 }
 
 func (v *device) LaunchKernel(f cudadrv.Function, grid, block cudadrv.Dim3, sharedMem int, s cudadrv.Stream, args *cudadrv.KernelArgs) error {

@@ -27,6 +27,15 @@ type Options struct {
 	NoStreamMemOps bool                             // StreamWaitValue32/WriteValue32 return ErrNotSupported
 	NoHostFunc     bool                             // StreamHostWrite32 returns ErrNotSupported
 	NoPeerAccess   bool                             // CanAccessPeer reports false
+	// ContextSync models the calls that synchronise the context (a
+	// kernel's first lookup under lazy loading, an IPC unmap): they wait
+	// for every stream of the device to drain, or fail after
+	// ContextSyncTimeout (default 10s) where the real driver would hang.
+	// The fake has one context per device, so set it only where each
+	// device serves one rank (real ranks are processes, each with its own
+	// context).
+	ContextSync        bool
+	ContextSyncTimeout time.Duration
 }
 
 const (
@@ -77,6 +86,9 @@ func New(o Options) *Driver {
 	}
 	if o.QueueDepth <= 0 {
 		o.QueueDepth = 1024
+	}
+	if o.ContextSyncTimeout <= 0 {
+		o.ContextSyncTimeout = 10 * time.Second
 	}
 	d := &Driver{opts: o, id: rand.Uint64() | 1, closed: make(chan struct{}), next: addrBase,
 		byID: map[uint64]*alloc{}, used: make([]int64, o.Devices), peers: map[[2]int]bool{},

@@ -1,0 +1,91 @@
+package cudadrv
+
+import "sync"
+
+// Host waits and the driver calls that synchronise the context.
+//
+// A stream of package stream waits on flags that only this process's host
+// writes (an enqueued operation's "go" flag). Some driver calls synchronise
+// the whole context: cuIpcCloseMemHandle waits for every stream's work
+// (seen on the GPU machine; lazy kernel loading does the same, which
+// coll/gpu avoids by looking every kernel up at load time), and other
+// driver calls queue behind it. Made while such a wait is outstanding, by
+// the goroutine that would release it or by any goroutine whose driver
+// calls that one needs, it never returns.
+//
+// So package stream counts its outstanding waits (BeginHostWait before it
+// issues one, EndHostWait once the host has released it), and CloseIPC
+// makes its cuIpcCloseMemHandle only while the count is zero, holding the
+// lock that BeginHostWait takes, so that no wait can begin under it. A close
+// asked for meanwhile is deferred; the last EndHostWait starts a goroutine
+// that makes the deferred closes. A mapping awaiting its close is reused by
+// an OpenIPC of the same handle (the driver would refuse a second mapping).
+// A stream that always has a wait outstanding holds its closed mappings
+// until it has none.
+
+var hostWait struct {
+	mu       sync.Mutex // held across a synchronising call; BeginHostWait takes it
+	n        int        // outstanding waits
+	flushing bool       // a flush goroutine is started
+}
+
+// BeginHostWait counts a stream wait on a host-written flag that is about
+// to be issued. It blocks while a context-synchronising call is in flight.
+func BeginHostWait() {
+	hostWait.mu.Lock()
+	hostWait.n++
+	hostWait.mu.Unlock()
+}
+
+// EndHostWait uncounts a wait the host has released (or that was never
+// issued). It never blocks on a synchronising call: deferred closes run on
+// a goroutine of their own.
+func EndHostWait() {
+	hostWait.mu.Lock()
+	hostWait.n--
+	if hostWait.n < 0 {
+		hostWait.mu.Unlock()
+		panic("cudadrv: EndHostWait without BeginHostWait")
+	}
+	start := hostWait.n == 0 && !hostWait.flushing && deferredCloses() > 0
+	if start {
+		hostWait.flushing = true
+	}
+	hostWait.mu.Unlock()
+	if start {
+		go flushDeferredCloses()
+	}
+}
+
+// HostWaits is the number of outstanding host waits (tests, diagnostics).
+func HostWaits() int {
+	hostWait.mu.Lock()
+	defer hostWait.mu.Unlock()
+	return hostWait.n
+}
+
+func flushDeferredCloses() {
+	hostWait.mu.Lock()
+	defer hostWait.mu.Unlock()
+	hostWait.flushing = false
+	if hostWait.n > 0 {
+		return // waits began again; the last of them starts another flush
+	}
+	ipcShared.mu.Lock()
+	defer ipcShared.mu.Unlock()
+	for k, e := range ipcShared.closing {
+		delete(ipcShared.closing, k)
+		// Best effort: nobody is left to report a failed unmap to.
+		_ = k.dev.IpcCloseMemHandle(e.p)
+	}
+}
+
+// deferredCloses is the number of closes awaiting a time without waits.
+func deferredCloses() int {
+	ipcShared.mu.Lock()
+	defer ipcShared.mu.Unlock()
+	return len(ipcShared.closing)
+}
+
+// DeferredIPCCloses is deferredCloses for tests and diagnostics.
+func DeferredIPCCloses() int { return deferredCloses() }
