@@ -58,15 +58,7 @@ func TestSharedIPCOpens(t *testing.T) {
 // TestExportIPC: exporting one allocation twice gives one handle, which
 // maps that allocation in another device's context.
 func TestExportIPC(t *testing.T) {
-	d := fake.New(fake.Options{Devices: 2})
-	defer d.Close()
-	a, _ := d.Device(0)
-	b, _ := d.Device(1)
-	p, err := a.MemAlloc(256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.MemFree(p)
+	a, b, p := twoDevices(t, fake.Options{Devices: 2}, 256)
 	info, err := a.PointerInfo(p)
 	if err != nil {
 		t.Fatal(err)
@@ -101,15 +93,7 @@ func TestExportIPC(t *testing.T) {
 // an open of the same handle meanwhile reuses the mapping; once the host
 // has released the wait, the deferred unmap happens.
 func TestCloseIPCWhileHostWaits(t *testing.T) {
-	d := fake.New(fake.Options{Devices: 2, ContextSync: true, ContextSyncTimeout: 2 * time.Second})
-	defer d.Close()
-	a, _ := d.Device(0)
-	b, _ := d.Device(1)
-	p, err := a.MemAlloc(1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.MemFree(p)
+	a, b, p := twoDevices(t, fake.Options{Devices: 2, ContextSync: true, ContextSyncTimeout: 2 * time.Second}, 1024)
 	h, _ := a.IpcGetMemHandle(p)
 
 	flag, err := b.HostAlloc(4)
@@ -168,4 +152,20 @@ func TestCloseIPCWhileHostWaits(t *testing.T) {
 	if cudadrv.HostWaits() != 0 {
 		t.Fatalf("%d host waits left", cudadrv.HostWaits())
 	}
+}
+
+// twoDevices opens a fake driver's devices 0 and 1 and allocates size
+// bytes on device 0, all released at the end of the test.
+func twoDevices(t *testing.T, o fake.Options, size int) (a, b cudadrv.Device, p cudadrv.DevicePtr) {
+	t.Helper()
+	d := fake.New(o)
+	t.Cleanup(func() { d.Close() })
+	a, _ = d.Device(0)
+	b, _ = d.Device(1)
+	p, err := a.MemAlloc(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.MemFree(p) })
+	return a, b, p
 }
