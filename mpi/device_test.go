@@ -47,6 +47,11 @@ func useFake(t *testing.T, o fake.Options, binding int) *fake.Driver {
 	d := fake.New(o)
 	useGPU(t, func() (cudadrv.Driver, error) { return d, nil }, binding)
 	t.Cleanup(func() {
+		// Frees and unmaps deferred while a stream waited happen on a
+		// goroutine of their own once none does: make them now.
+		if !cudadrv.FlushDeferred() && !t.Failed() {
+			t.Errorf("%d host waits outstanding at the end of the test", cudadrv.HostWaits())
+		}
 		if n := d.Allocations(); n != 0 && !t.Failed() {
 			t.Errorf("%d device allocations leaked", n)
 		}

@@ -16,9 +16,10 @@ import "sync"
 // So package stream counts its outstanding waits (BeginHostWait before it
 // issues one, EndHostWait once the host has released it), and CloseIPC
 // makes its cuIpcCloseMemHandle only while the count is zero, holding the
-// lock that BeginHostWait takes, so that no wait can begin under it. A close
-// asked for meanwhile is deferred; the last EndHostWait starts a goroutine
-// that makes the deferred closes. A mapping awaiting its close is reused by
+// lock that BeginHostWait takes, so that no wait can begin under it; other
+// such calls go through WhenNoHostWaits. A call asked for meanwhile is
+// deferred; the last EndHostWait starts a goroutine that makes the
+// deferred calls. A mapping awaiting its close is reused by
 // an OpenIPC of the same handle (the driver would refuse a second mapping).
 // A stream that always has a wait outstanding holds its closed mappings
 // until it has none.
@@ -27,6 +28,21 @@ var hostWait struct {
 	mu       sync.Mutex // held across a synchronising call; BeginHostWait takes it
 	n        int        // outstanding waits
 	flushing bool       // a flush goroutine is started
+	deferred []func()   // WhenNoHostWaits calls awaiting a time without waits
+}
+
+// WhenNoHostWaits runs f, a driver call that may synchronise the context
+// and whose result nobody waits for (freeing pinned host memory, say), now
+// if no host wait is outstanding, else once none is (on another
+// goroutine). No wait can begin while it runs.
+func WhenNoHostWaits(f func()) {
+	hostWait.mu.Lock()
+	defer hostWait.mu.Unlock()
+	if hostWait.n > 0 {
+		hostWait.deferred = append(hostWait.deferred, f)
+		return
+	}
+	f()
 }
 
 // BeginHostWait counts a stream wait on a host-written flag that is about
@@ -47,7 +63,7 @@ func EndHostWait() {
 		hostWait.mu.Unlock()
 		panic("cudadrv: EndHostWait without BeginHostWait")
 	}
-	start := hostWait.n == 0 && !hostWait.flushing && deferredCloses() > 0
+	start := hostWait.n == 0 && !hostWait.flushing && (deferredCloses() > 0 || len(hostWait.deferred) > 0)
 	if start {
 		hostWait.flushing = true
 	}
@@ -71,6 +87,31 @@ func flushDeferredCloses() {
 	if hostWait.n > 0 {
 		return // waits began again; the last of them starts another flush
 	}
+	flushLocked()
+}
+
+// FlushDeferred makes the deferred calls and IPC closes now, unless a host
+// wait is outstanding, and reports whether none is left. Closing a
+// transport calls it, so that what it freed is freed before the driver
+// goes; tests call it before they count allocations.
+func FlushDeferred() bool {
+	hostWait.mu.Lock()
+	defer hostWait.mu.Unlock()
+	if hostWait.n > 0 {
+		return false
+	}
+	flushLocked()
+	return true
+}
+
+// flushLocked runs the deferred calls and closes. hostWait.mu is held and
+// no wait is outstanding.
+func flushLocked() {
+	fs := hostWait.deferred
+	hostWait.deferred = nil
+	for _, f := range fs {
+		f()
+	}
 	ipcShared.mu.Lock()
 	defer ipcShared.mu.Unlock()
 	for k, e := range ipcShared.closing {
@@ -78,6 +119,14 @@ func flushDeferredCloses() {
 		// Best effort: nobody is left to report a failed unmap to.
 		_ = k.dev.IpcCloseMemHandle(e.p)
 	}
+}
+
+// DeferredCalls is the number of WhenNoHostWaits calls awaiting their turn
+// (tests, diagnostics).
+func DeferredCalls() int {
+	hostWait.mu.Lock()
+	defer hostWait.mu.Unlock()
+	return len(hostWait.deferred)
 }
 
 // deferredCloses is the number of closes awaiting a time without waits.

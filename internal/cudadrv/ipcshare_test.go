@@ -169,3 +169,36 @@ func twoDevices(t *testing.T, o fake.Options, size int) (a, b cudadrv.Device, p 
 	t.Cleanup(func() { a.MemFree(p) })
 	return a, b, p
 }
+
+// TestWhenNoHostWaits: a call that may synchronise the context runs at once
+// without host waits, and waits for the last one otherwise.
+func TestWhenNoHostWaits(t *testing.T) {
+	ran := make(chan struct{}, 2)
+	cudadrv.WhenNoHostWaits(func() { ran <- struct{}{} })
+	select {
+	case <-ran:
+	default:
+		t.Fatal("not run at once without host waits")
+	}
+	cudadrv.BeginHostWait()
+	cudadrv.BeginHostWait()
+	cudadrv.WhenNoHostWaits(func() { ran <- struct{}{} })
+	if n := cudadrv.DeferredCalls(); n != 1 {
+		t.Fatalf("%d deferred calls, want 1", n)
+	}
+	cudadrv.EndHostWait()
+	select {
+	case <-ran:
+		t.Fatal("run while a host wait is outstanding")
+	case <-time.After(20 * time.Millisecond):
+	}
+	cudadrv.EndHostWait()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("deferred call never run")
+	}
+	if n := cudadrv.DeferredCalls(); n != 0 {
+		t.Fatalf("%d deferred calls left", n)
+	}
+}

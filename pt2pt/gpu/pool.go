@@ -151,7 +151,10 @@ func (p *stagingPool) put(s staging) {
 	}
 	p.mu.Unlock()
 	if s.p != nil {
-		s.dev.HostFree(s.p)
+		// cuMemFreeHost may synchronise the context: put runs on the
+		// stream engine's goroutine too, while a stream waits on it.
+		dev, ptr := s.dev, s.p
+		cudadrv.WhenNoHostWaits(func() { dev.HostFree(ptr) })
 	}
 }
 

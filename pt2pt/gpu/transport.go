@@ -858,6 +858,9 @@ func (t *Transport) Close() error {
 	t.devs = map[int]*devState{}
 	t.staging.drain()
 	t.smalls.drain()
+	// What a stream's wait deferred (pinned frees, IPC unmaps) goes now,
+	// unless another transport's stream still waits.
+	cudadrv.FlushDeferred()
 	return err
 }
 
