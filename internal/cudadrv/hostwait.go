@@ -34,7 +34,8 @@ var hostWait struct {
 // WhenNoHostWaits runs f, a driver call that may synchronise the context
 // and whose result nobody waits for (freeing pinned host memory, say), now
 // if no host wait is outstanding, else once none is (on another
-// goroutine). No wait can begin while it runs.
+// goroutine). No wait can begin while it runs; f must not call this
+// file's functions or CloseIPC (it runs under their lock).
 func WhenNoHostWaits(f func()) {
 	hostWait.mu.Lock()
 	defer hostWait.mu.Unlock()
@@ -69,7 +70,7 @@ func EndHostWait() {
 	}
 	hostWait.mu.Unlock()
 	if start {
-		go flushDeferredCloses()
+		go flushDeferred()
 	}
 }
 
@@ -80,7 +81,7 @@ func HostWaits() int {
 	return hostWait.n
 }
 
-func flushDeferredCloses() {
+func flushDeferred() {
 	hostWait.mu.Lock()
 	defer hostWait.mu.Unlock()
 	hostWait.flushing = false
