@@ -1,6 +1,8 @@
 package coll
 
 import (
+	"errors"
+
 	"github.com/gompix/gompix/internal/dtype"
 )
 
@@ -18,3 +20,8 @@ var (
 	// of the wrong size.
 	ErrCount = dtype.ErrCount
 )
+
+// ErrNotOnStream: a call asked to run on a CUDA stream (State.SetCallStream)
+// that the device space's Direct engine cannot run there. Nothing was
+// started and no tag was used: the caller runs the call another way.
+var ErrNotOnStream = errors.New("coll: the call cannot run on the stream")

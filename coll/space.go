@@ -51,6 +51,11 @@ type DirectCall struct {
 	Tag   int // the call's collective tag, for any host messages it needs
 	// Contributors is the number of ranks an Avg divides by.
 	Contributors int
+	// Stream, when not 0, is the caller's CUDA stream (a cudadrv.Stream):
+	// the call runs on it, after the stream's earlier work and before its
+	// later work, with no host step between (State.SetCallStream). A
+	// Direct engine that cannot run c that way answers false to Supports.
+	Stream uintptr
 }
 
 // DirectName is the catalog name of the Direct algorithms.
@@ -66,6 +71,13 @@ func (s *State) HasDevice() bool { return s.dev != nil }
 // UseDevice selects the space of the calls that follow: the device space
 // (true; SetDevice must have been called) or the host space.
 func (s *State) UseDevice(on bool) { s.onDev = on && s.dev != nil }
+
+// SetCallStream makes the calls that follow run on CUDA stream stream (a
+// cudadrv.Stream; 0 turns it off): through the device space's Direct
+// engine, ordered on that stream, the host taking no part once the call
+// returns (MPIX's enqueued collectives). A call the engine cannot run so
+// fails with ErrNotOnStream, having started nothing.
+func (s *State) SetCallStream(stream uintptr) { s.stream = stream }
 
 // space is the active space.
 func (s *State) space() (Comm, Mem) {
@@ -89,7 +101,7 @@ func (s *State) startDirect(b *builder, send, recv []byte, tag int) (r Request, 
 		return nil, false, nil
 	}
 	c := &DirectCall{Kind: b.kind, Send: send, Recv: recv, Count: b.count, Type: b.t, Op: b.op.Builtin,
-		Root: b.root, Tag: tag, Contributors: b.size}
+		Root: b.root, Tag: tag, Contributors: b.size, Stream: s.stream}
 	if b.inPlace {
 		c.Send = nil
 	}

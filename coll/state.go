@@ -27,8 +27,9 @@ type State struct {
 	prog *Progress
 	cfg  config
 
-	dev   *Space // the device space (SetDevice); nil until then
-	onDev bool   // the calls being started run in dev (UseDevice)
+	dev    *Space  // the device space (SetDevice); nil until then
+	onDev  bool    // the calls being started run in dev (UseDevice)
+	stream uintptr // the calls being started run on this CUDA stream (SetCallStream); 0: off
 
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
@@ -76,6 +77,10 @@ func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Reques
 	}
 	if r, ok, err := s.startDirect(b, send, recv, tag); ok {
 		return r, err
+	}
+	if s.stream != 0 {
+		s.seq-- // give the call's tag back: the caller runs it another way
+		return nil, ErrNotOnStream
 	}
 	pl, err := s.plan(b, bytes)
 	if err != nil {

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -299,9 +300,18 @@ func (c *Comm) start(block bool, name string, send, recv Buffer, f func(s *coll.
 	st := c.engine()
 	var cr coll.Request
 	if err = c.useSpace(st, ord, block); err == nil {
-		cr, err = f(st)
+		if cs := c.callStream.Load(); cs != 0 {
+			st.SetCallStream(cs)
+			cr, err = f(st)
+			st.SetCallStream(0)
+		} else {
+			cr, err = f(st)
+		}
 	}
 	c.collMu.Unlock()
+	if errors.Is(err, coll.ErrNotOnStream) {
+		return nil, err // not started: the caller takes another way
+	}
 	if err != nil {
 		return nil, wrapColl(name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gompix/gompix/pt2pt"
 )
@@ -19,6 +20,13 @@ type Comm struct {
 	coll   collState
 	// nodeID is the index of this process's node (for SplitType).
 	nodeID int
+
+	// Enqueued collectives (StreamComm): callStream is the CUDA stream the
+	// collective being started runs on (0: none), set around the call;
+	// hostColls counts those that took the host path (started by the
+	// stream engine when the stream gets there) and have not started yet.
+	callStream atomic.Uintptr
+	hostColls  atomic.Int64
 }
 
 func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc} }

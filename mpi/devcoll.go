@@ -157,6 +157,18 @@ func (c *Comm) setupDirect(st *coll.State, ds *devSpace) error {
 	return nil
 }
 
+// directOnStream is the number of this communicator's collectives
+// enqueued on a stream (StreamComm) whose kernels have not finished.
+func (c *Comm) directOnStream() int {
+	c.collMu.Lock()
+	ds := c.coll.dev
+	c.collMu.Unlock()
+	if ds == nil || ds.direct == nil {
+		return 0
+	}
+	return ds.direct.PendingOnStream()
+}
+
 // closeDevice releases the device space (Comm.Free, collective). With an
 // IPC-direct engine it first waits for every rank (a barrier): a peer may
 // still be reading this rank's staging slot for the last call, which this

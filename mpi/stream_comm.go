@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"github.com/gompix/gompix/coll"
 	"sync"
 	"sync/atomic"
 
@@ -75,6 +76,10 @@ func (c *StreamComm) Free() error {
 			return &pt2pt.OpError{Op: "comm free", Class: ErrPending,
 				Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", n)}
 		}
+	}
+	if n := c.Comm.directOnStream(); n > 0 {
+		return &pt2pt.OpError{Op: "comm free", Class: ErrPending,
+			Err: fmt.Errorf("%d enqueued collectives not complete; synchronize the stream first", n)}
 	}
 	return c.Comm.Free()
 }
@@ -485,6 +490,16 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 }
 
 // coll validates a collective's buffers and enqueues it.
+//
+// A collective on device buffers that the communicator's IPC-direct engine
+// can run without a host step (every rank on this node, the data within
+// its staging slots) is enqueued on the stream itself: its kernels and
+// flags go on the user's stream at once, and the host takes no further
+// part. Any other goes through the stream engine, which starts it when the
+// stream gets there. The engine runs a communicator's collectives in the
+// order they were started, the same on every rank; so once one has taken
+// the host path, the later ones take it too until it has started (then
+// every rank starts them in enqueue order, whichever path each takes).
 func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, error)) error {
 	s, err := c.stream(op)
 	if err != nil {
@@ -495,7 +510,38 @@ func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, erro
 			return err
 		}
 	}
-	return c.enqueueReq(s, start)
+	if c.hostColls.Load() == 0 && allDevice(bufs) {
+		c.callStream.Store(uintptr(s.h))
+		_, err := start()
+		c.callStream.Store(0)
+		if !errors.Is(err, coll.ErrNotOnStream) {
+			return err
+		}
+	}
+	c.hostColls.Add(1)
+	return c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
+		c.hostColls.Add(-1)
+		r, err := start()
+		if err != nil {
+			return nil, err
+		}
+		return poll(r, nil), nil
+	}})
+}
+
+// allDevice reports whether every buffer is device memory (InPlace aside).
+func allDevice(bufs []Buffer) bool {
+	n := 0
+	for _, b := range bufs {
+		if b == nil || isInPlace(b) {
+			continue
+		}
+		if bufferDevice(b) < 0 {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // AllreduceEnqueue enqueues Allreduce (MPIX_Allreduce_enqueue); send may be

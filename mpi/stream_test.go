@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	gpucoll "github.com/gompix/gompix/coll/gpu"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/internal/wireup"
@@ -59,15 +60,19 @@ func runStreamFake(t *testing.T, n int, o fake.Options, sc scenario) {
 	if o.TotalMem == 0 {
 		o.TotalMem = 4 << 30
 	}
-	if o.Devices == 0 {
-		o.Devices = 2
-	}
-	// With a device per rank, the fake's one context per device is each
-	// rank's own, as on the GPU machine: model the driver calls that
-	// synchronise it (lazy kernel loading, IPC unmaps), which deadlock
-	// against a stream waiting on the host.
-	o.ContextSync = n <= o.Devices
+	// Model the driver calls that synchronise the context (lazy kernel
+	// loading, IPC unmaps), which deadlock against a stream waiting on the
+	// host. The goroutine ranks share one device, and one count of host
+	// waits (cudadrv's), so a rank's call waits for every rank's streams
+	// and defers while any of them waits: stricter than one process per
+	// GPU, never looser.
+	o.ContextSync = true
 	useFake(t, o, wireup.NoGPU)
+	// The ranks share device 0; the fake's kernels are goroutines, with
+	// no time slicing, so the IPC-direct engine may run there (and the
+	// enqueued collectives take the stream path).
+	directOnSharedGPUs = true
+	t.Cleanup(func() { directOnSharedGPUs = false })
 	runInProcGPU(t, n, gpupath.ModeAuto, sc)
 }
 
@@ -584,6 +589,14 @@ func streamColl(world *Comm, sc *StreamComm) (err error) {
 		name string
 		mk   func(n int, f func(i int) int32) (Buffer, func() ([]int32, error), error)
 	}{{"host", host}, {"device", dev}}
+	onStream := gpucoll.StreamCalls()
+	defer func() {
+		// With an IPC-direct engine, the enqueued device collectives ran
+		// on the stream itself.
+		if err == nil && sc.hasDirect() && gpucoll.StreamCalls() == onStream {
+			err = fmt.Errorf("no enqueued collective ran on the stream, though the communicator has an IPC-direct engine")
+		}
+	}()
 	for _, k := range kinds {
 		for _, c := range streamCollCases() {
 			want, err := c.run(w, sc, false, k.mk)
@@ -708,7 +721,8 @@ func TestStreamFake(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			n    int
-		}{{"stream_pipeline", 2}, {"stream_p2p", 2}, {"stream_coll", 2}, {"stream_coll", 3}, {"stream_coll_first", 2}} {
+		}{{"stream_pipeline", 2}, {"stream_p2p", 2}, {"stream_coll", 2}, {"stream_coll", 3}, {"stream_coll_first", 2},
+			{"stream_coll_mixed", 2}, {"stream_coll_mixed", 3}} {
 			t.Run(fmt.Sprintf("%s/np%d/nomemops=%v", c.name, c.n, noMem), func(t *testing.T) {
 				runStreamFake(t, c.n, fake.Options{NoStreamMemOps: noMem}, scenarios[c.name])
 			})
@@ -727,7 +741,7 @@ func TestStreamBoundedFake(t *testing.T) {
 func TestStreamGPU(t *testing.T) {
 	needGPU(t)
 	for _, signal := range []string{"auto", "kernels"} {
-		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_bounded", "stream_multiplex"} {
+		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_coll_mixed", "stream_bounded", "stream_multiplex"} {
 			t.Run(name+"/"+signal, func(t *testing.T) {
 				old := extraEnv
 				extraEnv = []string{"GOMPIX_STREAM_SIGNAL=" + signal, "GOMPIX_STREAM_DEPTH=4"}
@@ -1035,7 +1049,7 @@ func TestStreamUCXFake(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process UCX run skipped in -short mode")
 	}
-	for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_bounded", "stream_multiplex"} {
+	for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_coll_mixed", "stream_bounded", "stream_multiplex"} {
 		t.Run(name, func(t *testing.T) {
 			old := extraEnv
 			extraEnv = []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off", "GOMPIX_STREAM_DEPTH=4"}
@@ -1127,7 +1141,82 @@ func twoStreamMultiplex(w *Comm) (ss []*Stream, mc *MultiplexComm, release func(
 	return ss, mc, func() error { return errors.Join(mc.Free(), free()) }, nil
 }
 
-func init() { scenarios["stream_coll_first"] = scenarioStreamCollFirst }
+func init() {
+	scenarios["stream_coll_first"] = scenarioStreamCollFirst
+	scenarios["stream_coll_mixed"] = scenarioStreamCollMixed
+}
+
+// scenarioStreamCollMixed: enqueued allreduces back to back with no
+// synchronisation between them, small ones (which an IPC-direct engine runs
+// on the stream itself) around large ones (beyond its staging slots: the
+// host path, started when the stream gets there), so that both paths
+// interleave in one order on every rank; then one synchronisation and
+// every result checked.
+func scenarioStreamCollMixed(w *Comm) error {
+	s, sc, err := streamSetup(w)
+	if err != nil {
+		return err
+	}
+	return streamTeardown(s, sc, streamCollMixed(w, s, sc))
+}
+
+func streamCollMixed(w *Comm, s *Stream, sc *StreamComm) error {
+	sizes := []int{5, 300000, 7, 9, 300000, 3}
+	p := w.Size()
+	var sends, recvs []*DeviceBuffer[int32]
+	defer func() {
+		for _, b := range append(sends, recvs...) {
+			b.Free()
+		}
+	}()
+	for k, n := range sizes {
+		a, err := devInts(n, func(i int) int32 { return int32(w.Rank() + k + i%5) })
+		if err != nil {
+			return err
+		}
+		sends = append(sends, a)
+		b, err := devInts(n, func(int) int32 { return -1 })
+		if err != nil {
+			return err
+		}
+		recvs = append(recvs, b)
+	}
+	if err := w.Barrier(); err != nil {
+		return err
+	}
+	for k := range sizes {
+		if err := sc.AllreduceEnqueue(sends[k], recvs[k], Sum); err != nil {
+			return fmt.Errorf("allreduce %d: %w", k, err)
+		}
+	}
+	if err := syncOrDump(s, 60*time.Second); err != nil {
+		return err
+	}
+	for k, n := range sizes {
+		got, err := hostOf(recvs[k])
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			want := int32(p*(p-1)/2 + p*(k+i%5))
+			if got[i] != want {
+				return fmt.Errorf("allreduce %d (%d elements): element %d = %d, want %d", k, n, i, got[i], want)
+			}
+		}
+	}
+	if n := sc.Comm.directOnStream(); n != 0 {
+		return fmt.Errorf("%d enqueued collectives pending after synchronising", n)
+	}
+	return nil
+}
+
+// hasDirect reports whether the communicator's device collectives have an
+// IPC-direct engine.
+func (c *StreamComm) hasDirect() bool {
+	c.Comm.collMu.Lock()
+	defer c.Comm.collMu.Unlock()
+	return c.Comm.coll.dev != nil && c.Comm.coll.dev.direct != nil
+}
 
 // scenarioStreamCollFirst: the first device collective on a new stream
 // communicator is an enqueued one (osu stream_allreduce's pattern):

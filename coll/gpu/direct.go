@@ -161,9 +161,16 @@ type Direct struct {
 
 	mu     sync.Mutex      // guards the fields below and every enqueue on stream
 	queue  []*directReq    // started, not yet enqueued (in start order)
-	last   *directReq      // the stream's last enqueued call, while it has no event
+	last   *directReq      // the last enqueued call, until it completes
 	events []cudadrv.Event // free completion events
 	closed bool
+	// cur is the stream the call being enqueued goes on: the engine's, or
+	// the caller's for a call on a stream (DirectCall.Stream).
+	cur cudadrv.Stream
+	// onStream are the calls enqueued on callers' streams and not yet
+	// seen complete, oldest first: nobody waits for them, so pump retires
+	// them as their events complete.
+	onStream []*directReq
 }
 
 var _ coll.Direct = (*Direct)(nil)
@@ -238,6 +245,7 @@ func (d *Direct) setup(tag int) (bool, error) {
 	if err == nil {
 		d.mod = mod
 		d.stream, err = d.dev.StreamCreate()
+		d.cur = d.stream
 	}
 	if err == nil {
 		var hp unsafe.Pointer
@@ -399,6 +407,11 @@ func (d *Direct) Supports(c *coll.DirectCall) bool {
 	if !kernelsFor(c) {
 		return false
 	}
+	// On a caller's stream the call must be enqueued at once: the mapped
+	// mode's handle exchange needs the host first.
+	if c.Stream != 0 && !d.fusable(c) && d.exposed(c) > d.slot {
+		return false
+	}
 	switch c.Kind {
 	case coll.Allreduce, coll.Reduce, coll.Bcast, coll.Allgather:
 		return true
@@ -433,7 +446,10 @@ func (d *Direct) exposed(c *coll.DirectCall) int {
 // handle exchange that precedes it (mapped mode).
 func (d *Direct) Start(c *coll.DirectCall) (coll.Request, error) {
 	d.seq++
-	q := &directReq{d: d, c: *c, seq: d.seq}
+	q := &directReq{d: d, c: *c, seq: d.seq, stream: d.stream}
+	if c.Stream != 0 {
+		q.stream = cudadrv.Stream(c.Stream)
+	}
 	switch {
 	case d.fusable(c):
 		q.mode = modeFused
@@ -460,6 +476,7 @@ func (d *Direct) Start(c *coll.DirectCall) (coll.Request, error) {
 func (d *Direct) pump() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.retireLocked()
 	for len(d.queue) > 0 {
 		q := d.queue[0]
 		if q.mode == modeMapped {
@@ -482,23 +499,69 @@ func (d *Direct) pump() {
 				l.finishLocked(err)
 			}
 		}
+		// Calls run one after another on every rank, whichever stream
+		// each is on (their flags and slots count on it): a call on
+		// another stream than the previous one first waits for it.
 		var err error
-		switch q.mode {
-		case modeFused:
-			err = d.enqueueFused(q)
-		case modeStaged:
-			err = d.enqueueStaged(q)
-		default:
-			err = d.enqueueMapped(q)
+		if l := d.last; l != nil && !l.done && l.stream != q.stream && l.ev != 0 {
+			err = d.dev.StreamWaitEvent(q.stream, l.ev)
 		}
+		d.cur = q.stream
+		if err == nil {
+			switch q.mode {
+			case modeFused:
+				err = d.enqueueFused(q)
+			case modeStaged:
+				err = d.enqueueStaged(q)
+			default:
+				err = d.enqueueMapped(q)
+			}
+		}
+		if err == nil && q.stream != d.stream {
+			// Its completion, for later calls on other streams to wait
+			// for and for retireLocked to see.
+			err = d.recordLocked(q)
+		}
+		d.cur = d.stream
 		if err != nil {
 			q.finishLocked(err)
 			continue
 		}
 		q.enqueued = true
 		d.last = q
+		if q.stream != d.stream {
+			d.onStream = append(d.onStream, q)
+			streamCalls.Add(1)
+		}
 		directCalls[q.mode].Add(1)
 	}
+}
+
+// retireLocked completes the calls on callers' streams whose events have
+// completed, oldest first. d.mu held.
+func (d *Direct) retireLocked() {
+	for len(d.onStream) > 0 {
+		q := d.onStream[0]
+		if !q.done {
+			ok, err := d.dev.EventQuery(q.ev)
+			if err == nil && !ok {
+				return
+			}
+			q.finishLocked(err)
+		}
+		d.onStream[0] = nil
+		d.onStream = d.onStream[1:]
+	}
+}
+
+// PendingOnStream is the number of calls enqueued on callers' streams that
+// have not completed yet: the communicator must not be freed before they
+// have (its engine's memory is theirs).
+func (d *Direct) PendingOnStream() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.retireLocked()
+	return len(d.onStream)
 }
 
 // recordLocked records q's completion event on the stream. d.mu held.
@@ -512,11 +575,20 @@ func (d *Direct) recordLocked(q *directReq) error {
 		}
 		q.ev = ev
 	}
-	return d.dev.EventRecord(q.ev, d.stream)
+	return d.dev.EventRecord(q.ev, q.stream)
 }
 
-// directCalls counts the calls the engines enqueued, by mode.
-var directCalls [3]atomic.Int64
+// directCalls counts the calls the engines enqueued, by mode; streamCalls
+// those of them enqueued on callers' streams.
+var (
+	directCalls [3]atomic.Int64
+	streamCalls atomic.Int64
+)
+
+// StreamCalls is the number of collective calls the IPC-direct engines of
+// this process have enqueued on callers' streams (enqueued collectives
+// that needed no host step).
+func StreamCalls() int64 { return streamCalls.Load() }
 
 // DirectCalls is the number of collective calls the IPC-direct engines of
 // this process have run: fused, staged and mapped.

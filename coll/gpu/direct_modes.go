@@ -19,7 +19,7 @@ func (d *Direct) barrier(phase int, s uint32) error {
 		if i == d.rank {
 			continue
 		}
-		if err := d.flags.Write(d.stream, d.peers[i]+cudadrv.DevicePtr(flagOff(phase, d.rank)), s); err != nil {
+		if err := d.flags.Write(d.cur, d.peers[i]+cudadrv.DevicePtr(flagOff(phase, d.rank)), s); err != nil {
 			return err
 		}
 	}
@@ -27,7 +27,7 @@ func (d *Direct) barrier(phase int, s uint32) error {
 		if i == d.rank {
 			continue
 		}
-		if err := d.flags.Wait(d.stream, d.region+cudadrv.DevicePtr(flagOff(phase, i)), s); err != nil {
+		if err := d.flags.Wait(d.cur, d.region+cudadrv.DevicePtr(flagOff(phase, i)), s); err != nil {
 			return err
 		}
 	}
@@ -40,13 +40,13 @@ func (d *Direct) copyAsync(dst, src cudadrv.DevicePtr, n int) error {
 	if n == 0 || dst == src {
 		return nil
 	}
-	return d.dev.MemcpyDtoDAsync(dst, src, n, d.stream)
+	return d.dev.MemcpyDtoDAsync(dst, src, n, d.cur)
 }
 
 // reduce enqueues out = op(in...) for the call's op and type over n
 // elements.
 func (d *Direct) reduce(c *coll.DirectCall, out cudadrv.DevicePtr, in []cudadrv.DevicePtr, n int) error {
-	return d.mod.LaunchReduce(d.stream, c.Op, c.Type, out, in, n, c.Contributors)
+	return d.mod.LaunchReduce(d.cur, c.Op, c.Type, out, in, n, c.Contributors)
 }
 
 // enqueueStaged runs a call whose exposed data fits a slot.
@@ -171,7 +171,7 @@ func (d *Direct) enqueueFusedGather(q *directReq) error {
 			a.R.In[i] = uintptr(d.slotAddr(i, s)) + uintptr(r*n)
 		}
 	}
-	return d.mod.launchGather(d.stream, &a)
+	return d.mod.launchGather(d.cur, &a)
 }
 
 // enqueueFused launches the fused kernel of a small reduction: the staged
@@ -219,7 +219,7 @@ func (d *Direct) enqueueFused(q *directReq) error {
 		d.fusedBlocks += grid
 		a.Counter, a.Target = uintptr(d.region)+counterOff, d.fusedBlocks
 	}
-	return d.mod.launchDirect(d.stream, c.Op, c.Type, &a, grid)
+	return d.mod.launchDirect(d.cur, c.Op, c.Type, &a, grid)
 }
 
 // Multi-block fused launches: bytes of work per block, the most blocks (few
@@ -274,7 +274,7 @@ func (d *Direct) enqueueMapped(q *directReq) error {
 				}
 			}
 			if a.R, err = kernels.NewReduceArgs(c.Op, uintptr(outs[r]+at), raw, uint64(cnt), c.Contributors); err == nil && cnt > 0 {
-				err = d.mod.launchDirect(d.stream, c.Op, c.Type, &a, 0)
+				err = d.mod.launchDirect(d.cur, c.Op, c.Type, &a, 0)
 			}
 			break
 		}

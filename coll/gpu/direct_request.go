@@ -26,10 +26,11 @@ const (
 // has passed it: its event, recorded when the next call is enqueued, or
 // while it is the stream's last call, the stream itself.
 type directReq struct {
-	d    *Direct
-	c    coll.DirectCall
-	seq  uint32
-	mode directMode
+	d      *Direct
+	c      coll.DirectCall
+	seq    uint32
+	mode   directMode
+	stream cudadrv.Stream // the engine's, or the caller's (DirectCall.Stream)
 
 	// mapped mode's exchange
 	rec      []byte // this rank's record
@@ -71,7 +72,7 @@ func (q *directReq) Test() (bool, error) {
 	} else {
 		// The stream's last call (or sealed just now, in which case an
 		// idle stream still means it is done).
-		ok, err = d.dev.StreamQuery(d.stream)
+		ok, err = d.dev.StreamQuery(q.stream)
 	}
 	if err != nil || ok {
 		d.mu.Lock()
@@ -112,7 +113,7 @@ func (q *directReq) Wait() error {
 		if ev != 0 {
 			err = d.dev.EventSynchronize(ev)
 		} else {
-			err = d.dev.StreamSynchronize(d.stream)
+			err = d.dev.StreamSynchronize(q.stream)
 		}
 		d.mu.Lock()
 		q.finishLocked(err)
