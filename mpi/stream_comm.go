@@ -519,14 +519,20 @@ func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, erro
 		}
 	}
 	c.hostColls.Add(1)
-	return c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
-		c.hostColls.Add(-1)
+	err = c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
 		r, err := start()
+		// Only now, with the call started (its place in the engine's
+		// order taken), may a later one take the stream path.
+		c.hostColls.Add(-1)
 		if err != nil {
 			return nil, err
 		}
 		return poll(r, nil), nil
 	}})
+	if err != nil {
+		c.hostColls.Add(-1) // not enqueued: Start will never run
+	}
+	return err
 }
 
 // allDevice reports whether every buffer is device memory (InPlace aside).
