@@ -257,12 +257,6 @@ func collBytes(b Buffer) ([]byte, error) {
 	return h, nil
 }
 
-// call describes one collective invocation for start.
-type call struct {
-	name string
-	bufs []Buffer // pinned for the duration
-}
-
 // typeOf returns the element type shared by the real (non-InPlace, non-nil)
 // buffers, and an ErrType if they disagree.
 func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
@@ -284,7 +278,17 @@ func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
 // the transport (see collComm). Nonblocking (block false), it returns the
 // Request. Blocking, it waits itself and returns nil: no Request is made,
 // and the finished schedule goes back to the engine for the next call.
-func (c *Comm) start(block bool, name string, send, recv Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+// call is how a collective is started: blocking (the call returns once
+// it is complete), or not; and, for an enqueued collective (StreamComm),
+// the CUDA stream it is to run on, if the IPC-direct engine can run it
+// there without a host step (coll.State.SetCallStream).
+type call struct {
+	block  bool
+	stream uintptr
+}
+
+func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+	block := m.block
 	if err := c.check(name); err != nil {
 		return nil, err
 	}
@@ -300,8 +304,8 @@ func (c *Comm) start(block bool, name string, send, recv Buffer, f func(s *coll.
 	st := c.engine()
 	var cr coll.Request
 	if err = c.useSpace(st, ord, block); err == nil {
-		if cs := c.callStream.Load(); cs != 0 {
-			st.SetCallStream(cs)
+		if m.stream != 0 {
+			st.SetCallStream(m.stream)
 			cr, err = f(st)
 			st.SetCallStream(0)
 		} else {
@@ -351,31 +355,31 @@ func wrapColl(name string, err error) error {
 
 // Barrier blocks until every rank of c has called it.
 func (c *Comm) Barrier() error {
-	_, err := c.ibarrier(true)
+	_, err := c.ibarrier(call{block: true})
 	return err
 }
 
 // Ibarrier starts a barrier.
 func (c *Comm) Ibarrier() (*Request, error) {
-	return c.ibarrier(false)
+	return c.ibarrier(call{})
 }
 
-func (c *Comm) ibarrier(block bool) (*Request, error) {
-	return c.start(block, "barrier", nil, nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+func (c *Comm) ibarrier(m call) (*Request, error) {
+	return c.start(m, "barrier", nil, nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
 }
 
 // Bcast sends root's buf to every rank's buf.
 func (c *Comm) Bcast(buf Buffer, root int) error {
-	_, err := c.ibcast(true, buf, root)
+	_, err := c.ibcast(call{block: true}, buf, root)
 	return err
 }
 
 // Ibcast starts a Bcast.
 func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
-	return c.ibcast(false, buf, root)
+	return c.ibcast(call{}, buf, root)
 }
 
-func (c *Comm) ibcast(block bool, buf Buffer, root int) (*Request, error) {
+func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	if err := checkBuf("bcast", buf); err != nil {
 		return nil, err
 	}
@@ -383,7 +387,7 @@ func (c *Comm) ibcast(block bool, buf Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "bcast", nil, buf, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "bcast", nil, buf, func(s *coll.State) (coll.Request, error) {
 		return s.Ibcast(b, buf.Len(), buf.Type(), root)
 	})
 }
@@ -424,37 +428,37 @@ func (c *Comm) gatherArgs(name string, send, recv Buffer) ([]byte, []byte, int, 
 // nil on other ranks). Pass InPlace as send at the root to use recv as its
 // contribution.
 func (c *Comm) Reduce(send, recv Buffer, op Op, root int) error {
-	_, err := c.ireduce(true, send, recv, op, root)
+	_, err := c.ireduce(call{block: true}, send, recv, op, root)
 	return err
 }
 
 // Ireduce starts a Reduce.
 func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
-	return c.ireduce(false, send, recv, op, root)
+	return c.ireduce(call{}, send, recv, op, root)
 }
 
-func (c *Comm) ireduce(block bool, send, recv Buffer, op Op, root int) (*Request, error) {
+func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, error) {
 	sb, rb, n, t, err := reduceArgs("reduce", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "reduce", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "reduce", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Ireduce(sb, rb, n, t, op.c, root)
 	})
 }
 
 // Allreduce combines every rank's send with op into every rank's recv.
 func (c *Comm) Allreduce(send, recv Buffer, op Op) error {
-	_, err := c.iallreduce(true, send, recv, op)
+	_, err := c.iallreduce(call{block: true}, send, recv, op)
 	return err
 }
 
 // Iallreduce starts an Allreduce.
 func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
-	return c.iallreduce(false, send, recv, op)
+	return c.iallreduce(call{}, send, recv, op)
 }
 
-func (c *Comm) iallreduce(block bool, send, recv Buffer, op Op) (*Request, error) {
+func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err := checkBuf("allreduce", recv); err != nil {
 		return nil, err
 	}
@@ -462,28 +466,28 @@ func (c *Comm) iallreduce(block bool, send, recv Buffer, op Op) (*Request, error
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "allreduce", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "allreduce", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iallreduce(sb, rb, n, t, op.c)
 	})
 }
 
 // Scan computes on rank r the reduction over ranks 0..r.
 func (c *Comm) Scan(send, recv Buffer, op Op) error {
-	_, err := c.iscan(true, send, recv, op)
+	_, err := c.iscan(call{block: true}, send, recv, op)
 	return err
 }
 
 // Iscan starts a Scan.
 func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
-	return c.iscan(false, send, recv, op)
+	return c.iscan(call{}, send, recv, op)
 }
 
-func (c *Comm) iscan(block bool, send, recv Buffer, op Op) (*Request, error) {
+func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	sb, rb, n, t, err := reduceArgs("scan", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "scan", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "scan", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iscan(sb, rb, n, t, op.c)
 	})
 }
@@ -491,21 +495,21 @@ func (c *Comm) iscan(block bool, send, recv Buffer, op Op) (*Request, error) {
 // Exscan computes on rank r the reduction over ranks 0..r-1 (rank 0's recv
 // is left unchanged).
 func (c *Comm) Exscan(send, recv Buffer, op Op) error {
-	_, err := c.iexscan(true, send, recv, op)
+	_, err := c.iexscan(call{block: true}, send, recv, op)
 	return err
 }
 
 // Iexscan starts an Exscan.
 func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
-	return c.iexscan(false, send, recv, op)
+	return c.iexscan(call{}, send, recv, op)
 }
 
-func (c *Comm) iexscan(block bool, send, recv Buffer, op Op) (*Request, error) {
+func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	sb, rb, n, t, err := reduceArgs("exscan", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "exscan", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "exscan", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iexscan(sb, rb, n, t, op.c)
 	})
 }
@@ -513,16 +517,16 @@ func (c *Comm) iexscan(block bool, send, recv Buffer, op Op) (*Request, error) {
 // ReduceScatterBlock reduces send (Size()×recv.Len() elements) with op and
 // leaves block r of the result in rank r's recv.
 func (c *Comm) ReduceScatterBlock(send, recv Buffer, op Op) error {
-	_, err := c.ireduceScatterBlock(true, send, recv, op)
+	_, err := c.ireduceScatterBlock(call{block: true}, send, recv, op)
 	return err
 }
 
 // IreduceScatterBlock starts a ReduceScatterBlock.
 func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
-	return c.ireduceScatterBlock(false, send, recv, op)
+	return c.ireduceScatterBlock(call{}, send, recv, op)
 }
 
-func (c *Comm) ireduceScatterBlock(block bool, send, recv Buffer, op Op) (*Request, error) {
+func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err := checkBuf("reduce_scatter_block", recv); err != nil {
 		return nil, err
 	}
@@ -534,7 +538,7 @@ func (c *Comm) ireduceScatterBlock(block bool, send, recv Buffer, op Op) (*Reque
 	if isInPlace(send) {
 		n = recv.Len() / c.Size()
 	}
-	return c.start(block, "reduce_scatter_block", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "reduce_scatter_block", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
 	})
 }
@@ -542,21 +546,21 @@ func (c *Comm) ireduceScatterBlock(block bool, send, recv Buffer, op Op) (*Reque
 // ReduceScatter reduces send (sum(counts) elements) with op and leaves
 // counts[r] elements of the result in rank r's recv.
 func (c *Comm) ReduceScatter(send, recv Buffer, counts []int, op Op) error {
-	_, err := c.ireduceScatter(true, send, recv, counts, op)
+	_, err := c.ireduceScatter(call{block: true}, send, recv, counts, op)
 	return err
 }
 
 // IreduceScatter starts a ReduceScatter.
 func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request, error) {
-	return c.ireduceScatter(false, send, recv, counts, op)
+	return c.ireduceScatter(call{}, send, recv, counts, op)
 }
 
-func (c *Comm) ireduceScatter(block bool, send, recv Buffer, counts []int, op Op) (*Request, error) {
+func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*Request, error) {
 	sb, rb, _, t, err := reduceArgs("reduce_scatter", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "reduce_scatter", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "reduce_scatter", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatter(sb, rb, counts, t, op.c)
 	})
 }
@@ -564,16 +568,16 @@ func (c *Comm) ireduceScatter(block bool, send, recv Buffer, counts []int, op Op
 // Allgather gathers every rank's send into every rank's recv, in rank
 // order.
 func (c *Comm) Allgather(send, recv Buffer) error {
-	_, err := c.iallgather(true, send, recv)
+	_, err := c.iallgather(call{block: true}, send, recv)
 	return err
 }
 
 // Iallgather starts an Allgather.
 func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
-	return c.iallgather(false, send, recv)
+	return c.iallgather(call{}, send, recv)
 }
 
-func (c *Comm) iallgather(block bool, send, recv Buffer) (*Request, error) {
+func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("allgather", recv); err != nil {
 		return nil, err
 	}
@@ -581,7 +585,7 @@ func (c *Comm) iallgather(block bool, send, recv Buffer) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "allgather", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "allgather", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgather(sb, rb, n, t)
 	})
 }
@@ -589,16 +593,16 @@ func (c *Comm) iallgather(block bool, send, recv Buffer) (*Request, error) {
 // Allgatherv gathers counts[r] elements from each rank r into recv at
 // displs[r].
 func (c *Comm) Allgatherv(send, recv Buffer, counts, displs []int) error {
-	_, err := c.iallgatherv(true, send, recv, counts, displs)
+	_, err := c.iallgatherv(call{block: true}, send, recv, counts, displs)
 	return err
 }
 
 // Iallgatherv starts an Allgatherv.
 func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, error) {
-	return c.iallgatherv(false, send, recv, counts, displs)
+	return c.iallgatherv(call{}, send, recv, counts, displs)
 }
 
-func (c *Comm) iallgatherv(block bool, send, recv Buffer, counts, displs []int) (*Request, error) {
+func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Request, error) {
 	if err := checkBuf("allgatherv", recv); err != nil {
 		return nil, err
 	}
@@ -609,28 +613,28 @@ func (c *Comm) iallgatherv(block bool, send, recv Buffer, counts, displs []int) 
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(block, "allgatherv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "allgatherv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgatherv(sb, n, rb, counts, displs, t)
 	})
 }
 
 // Gather collects every rank's send into root's recv, in rank order.
 func (c *Comm) Gather(send, recv Buffer, root int) error {
-	_, err := c.igather(true, send, recv, root)
+	_, err := c.igather(call{block: true}, send, recv, root)
 	return err
 }
 
 // Igather starts a Gather.
 func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
-	return c.igather(false, send, recv, root)
+	return c.igather(call{}, send, recv, root)
 }
 
-func (c *Comm) igather(block bool, send, recv Buffer, root int) (*Request, error) {
+func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
 	sb, rb, n, t, err := c.gatherArgs("gather", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "gather", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "gather", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Igather(sb, rb, n, t, root)
 	})
 }
@@ -638,16 +642,16 @@ func (c *Comm) igather(block bool, send, recv Buffer, root int) (*Request, error
 // Gatherv collects counts[r] elements from rank r into root's recv at
 // displs[r].
 func (c *Comm) Gatherv(send, recv Buffer, counts, displs []int, root int) error {
-	_, err := c.igatherv(true, send, recv, counts, displs, root)
+	_, err := c.igatherv(call{block: true}, send, recv, counts, displs, root)
 	return err
 }
 
 // Igatherv starts a Gatherv.
 func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Request, error) {
-	return c.igatherv(false, send, recv, counts, displs, root)
+	return c.igatherv(call{}, send, recv, counts, displs, root)
 }
 
-func (c *Comm) igatherv(block bool, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
 	sb, rb, n, t, err := c.gatherArgs("gatherv", send, recv)
 	if err != nil {
 		return nil, err
@@ -655,7 +659,7 @@ func (c *Comm) igatherv(block bool, send, recv Buffer, counts, displs []int, roo
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(block, "gatherv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "gatherv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Igatherv(sb, n, rb, counts, displs, t, root)
 	})
 }
@@ -679,16 +683,16 @@ func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, e
 // Scatter sends block r of root's send to rank r's recv. Pass InPlace as
 // the root's recv to keep its own block in place.
 func (c *Comm) Scatter(send, recv Buffer, root int) error {
-	_, err := c.iscatter(true, send, recv, root)
+	_, err := c.iscatter(call{block: true}, send, recv, root)
 	return err
 }
 
 // Iscatter starts a Scatter.
 func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
-	return c.iscatter(false, send, recv, root)
+	return c.iscatter(call{}, send, recv, root)
 }
 
-func (c *Comm) iscatter(block bool, send, recv Buffer, root int) (*Request, error) {
+func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
 	sb, rb, t, err := scatterArgs("scatter", send, recv)
 	if err != nil {
 		return nil, err
@@ -697,23 +701,23 @@ func (c *Comm) iscatter(block bool, send, recv Buffer, root int) (*Request, erro
 	if isInPlace(recv) && send != nil {
 		n = send.Len() / c.Size()
 	}
-	return c.start(block, "scatter", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "scatter", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatter(sb, rb, n, t, root)
 	})
 }
 
 // Scatterv sends counts[r] elements at displs[r] of root's send to rank r.
 func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int) error {
-	_, err := c.iscatterv(true, send, counts, displs, recv, root)
+	_, err := c.iscatterv(call{block: true}, send, counts, displs, recv, root)
 	return err
 }
 
 // Iscatterv starts a Scatterv.
 func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
-	return c.iscatterv(false, send, counts, displs, recv, root)
+	return c.iscatterv(call{}, send, counts, displs, recv, root)
 }
 
-func (c *Comm) iscatterv(block bool, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
 	sb, rb, t, err := scatterArgs("scatterv", send, recv)
 	if err != nil {
 		return nil, err
@@ -722,7 +726,7 @@ func (c *Comm) iscatterv(block bool, send Buffer, counts, displs []int, recv Buf
 	if isInPlace(recv) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(block, "scatterv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "scatterv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
 	})
 }
@@ -730,16 +734,16 @@ func (c *Comm) iscatterv(block bool, send Buffer, counts, displs []int, recv Buf
 // Alltoall sends block d of send to rank d, which receives it as block r
 // of its recv.
 func (c *Comm) Alltoall(send, recv Buffer) error {
-	_, err := c.ialltoall(true, send, recv)
+	_, err := c.ialltoall(call{block: true}, send, recv)
 	return err
 }
 
 // Ialltoall starts an Alltoall.
 func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
-	return c.ialltoall(false, send, recv)
+	return c.ialltoall(call{}, send, recv)
 }
 
-func (c *Comm) ialltoall(block bool, send, recv Buffer) (*Request, error) {
+func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("alltoall", recv); err != nil {
 		return nil, err
 	}
@@ -748,23 +752,23 @@ func (c *Comm) ialltoall(block bool, send, recv Buffer) (*Request, error) {
 		return nil, err
 	}
 	n := recv.Len() / c.Size()
-	return c.start(block, "alltoall", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "alltoall", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoall(sb, rb, n, t)
 	})
 }
 
 // Alltoallv is Alltoall with per-rank counts and displacements.
 func (c *Comm) Alltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) error {
-	_, err := c.ialltoallv(true, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	_, err := c.ialltoallv(call{block: true}, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	return err
 }
 
 // Ialltoallv starts an Alltoallv.
 func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
-	return c.ialltoallv(false, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	return c.ialltoallv(call{}, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }
 
-func (c *Comm) ialltoallv(block bool, send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
+func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
 	if err := checkBuf("alltoallv", recv); err != nil {
 		return nil, err
 	}
@@ -772,7 +776,7 @@ func (c *Comm) ialltoallv(block bool, send Buffer, sendCounts, sendDispls []int,
 	if err != nil {
 		return nil, err
 	}
-	return c.start(block, "alltoallv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "alltoallv", send, recv, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }

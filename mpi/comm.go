@@ -21,12 +21,10 @@ type Comm struct {
 	// nodeID is the index of this process's node (for SplitType).
 	nodeID int
 
-	// Enqueued collectives (StreamComm): callStream is the CUDA stream the
-	// collective being started runs on (0: none), set around the call;
-	// hostColls counts those that took the host path (started by the
-	// stream engine when the stream gets there) and have not started yet.
-	callStream atomic.Uintptr
-	hostColls  atomic.Int64
+	// hostColls counts the enqueued collectives (StreamComm) that took the
+	// stream engine's path (started when the stream gets there) and have
+	// not started yet.
+	hostColls atomic.Int64
 }
 
 func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc} }

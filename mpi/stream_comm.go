@@ -3,10 +3,10 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"github.com/gompix/gompix/coll"
 	"sync"
 	"sync/atomic"
 
+	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/stream"
@@ -500,7 +500,7 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 // order they were started, the same on every rank; so once one has taken
 // the host path, the later ones take it too until it has started (then
 // every rank starts them in enqueue order, whichever path each takes).
-func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, error)) error {
+func (c *StreamComm) coll(op string, bufs []Buffer, start func(m call) (*Request, error)) error {
 	s, err := c.stream(op)
 	if err != nil {
 		return err
@@ -511,16 +511,14 @@ func (c *StreamComm) coll(op string, bufs []Buffer, start func() (*Request, erro
 		}
 	}
 	if c.hostColls.Load() == 0 && allDevice(bufs) {
-		c.callStream.Store(uintptr(s.h))
-		_, err := start()
-		c.callStream.Store(0)
+		_, err := start(call{stream: uintptr(s.h)})
 		if !errors.Is(err, coll.ErrNotOnStream) {
 			return err
 		}
 	}
 	c.hostColls.Add(1)
 	err = c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
-		r, err := start()
+		r, err := start(call{})
 		// Only now, with the call started (its place in the engine's
 		// order taken), may a later one take the stream path.
 		c.hostColls.Add(-1)
@@ -553,67 +551,67 @@ func allDevice(bufs []Buffer) bool {
 // AllreduceEnqueue enqueues Allreduce (MPIX_Allreduce_enqueue); send may be
 // InPlace.
 func (c *StreamComm) AllreduceEnqueue(send, recv Buffer, op Op) error {
-	return c.coll("allreduce enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iallreduce(send, recv, op) })
+	return c.coll("allreduce enqueue", []Buffer{send, recv}, func(m call) (*Request, error) { return c.Comm.iallreduce(m, send, recv, op) })
 }
 
 // BcastEnqueue enqueues Bcast.
 func (c *StreamComm) BcastEnqueue(buf Buffer, root int) error {
-	return c.coll("bcast enqueue", []Buffer{buf}, func() (*Request, error) { return c.Comm.Ibcast(buf, root) })
+	return c.coll("bcast enqueue", []Buffer{buf}, func(m call) (*Request, error) { return c.Comm.ibcast(m, buf, root) })
 }
 
 // ReduceEnqueue enqueues Reduce; recv matters on root only (nil elsewhere
 // is fine, as for Reduce).
 func (c *StreamComm) ReduceEnqueue(send, recv Buffer, op Op, root int) error {
-	return c.coll("reduce enqueue", nonNil(send, recv), func() (*Request, error) { return c.Comm.Ireduce(send, recv, op, root) })
+	return c.coll("reduce enqueue", nonNil(send, recv), func(m call) (*Request, error) { return c.Comm.ireduce(m, send, recv, op, root) })
 }
 
 // AllgatherEnqueue enqueues Allgather.
 func (c *StreamComm) AllgatherEnqueue(send, recv Buffer) error {
-	return c.coll("allgather enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iallgather(send, recv) })
+	return c.coll("allgather enqueue", []Buffer{send, recv}, func(m call) (*Request, error) { return c.Comm.iallgather(m, send, recv) })
 }
 
 // ReduceScatterEnqueue enqueues ReduceScatter: rank i gets counts[i]
 // elements of the reduction.
 func (c *StreamComm) ReduceScatterEnqueue(send, recv Buffer, counts []int, op Op) error {
 	counts = append([]int(nil), counts...) // the caller may reuse its slice before the stream gets there
-	return c.coll("reduce scatter enqueue", []Buffer{send, recv}, func() (*Request, error) {
-		return c.Comm.IreduceScatter(send, recv, counts, op)
+	return c.coll("reduce scatter enqueue", []Buffer{send, recv}, func(m call) (*Request, error) {
+		return c.Comm.ireduceScatter(m, send, recv, counts, op)
 	})
 }
 
 // ReduceScatterBlockEnqueue enqueues ReduceScatterBlock: every rank gets
 // recv.Len() elements of the reduction (NCCL's ReduceScatter).
 func (c *StreamComm) ReduceScatterBlockEnqueue(send, recv Buffer, op Op) error {
-	return c.coll("reduce scatter block enqueue", []Buffer{send, recv}, func() (*Request, error) {
-		return c.Comm.IreduceScatterBlock(send, recv, op)
+	return c.coll("reduce scatter block enqueue", []Buffer{send, recv}, func(m call) (*Request, error) {
+		return c.Comm.ireduceScatterBlock(m, send, recv, op)
 	})
 }
 
 // AlltoallEnqueue enqueues Alltoall.
 func (c *StreamComm) AlltoallEnqueue(send, recv Buffer) error {
-	return c.coll("alltoall enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Ialltoall(send, recv) })
+	return c.coll("alltoall enqueue", []Buffer{send, recv}, func(m call) (*Request, error) { return c.Comm.ialltoall(m, send, recv) })
 }
 
 // GatherEnqueue enqueues Gather; recv matters on root only (nil elsewhere
 // is fine, as for Gather).
 func (c *StreamComm) GatherEnqueue(send, recv Buffer, root int) error {
-	return c.coll("gather enqueue", nonNil(send, recv), func() (*Request, error) { return c.Comm.Igather(send, recv, root) })
+	return c.coll("gather enqueue", nonNil(send, recv), func(m call) (*Request, error) { return c.Comm.igather(m, send, recv, root) })
 }
 
 // ScatterEnqueue enqueues Scatter; send matters on root only.
 func (c *StreamComm) ScatterEnqueue(send, recv Buffer, root int) error {
-	return c.coll("scatter enqueue", nonNil(send, recv), func() (*Request, error) { return c.Comm.Iscatter(send, recv, root) })
+	return c.coll("scatter enqueue", nonNil(send, recv), func(m call) (*Request, error) { return c.Comm.iscatter(m, send, recv, root) })
 }
 
 // ScanEnqueue enqueues Scan (inclusive prefix reduction).
 func (c *StreamComm) ScanEnqueue(send, recv Buffer, op Op) error {
-	return c.coll("scan enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iscan(send, recv, op) })
+	return c.coll("scan enqueue", []Buffer{send, recv}, func(m call) (*Request, error) { return c.Comm.iscan(m, send, recv, op) })
 }
 
 // ExscanEnqueue enqueues Exscan (exclusive prefix reduction; rank 0's recv
 // is left as it was).
 func (c *StreamComm) ExscanEnqueue(send, recv Buffer, op Op) error {
-	return c.coll("exscan enqueue", []Buffer{send, recv}, func() (*Request, error) { return c.Comm.Iexscan(send, recv, op) })
+	return c.coll("exscan enqueue", []Buffer{send, recv}, func(m call) (*Request, error) { return c.Comm.iexscan(m, send, recv, op) })
 }
 
 // nonNil drops the nil buffers a rooted collective allows off the root.
@@ -630,5 +628,5 @@ func nonNil(bufs ...Buffer) []Buffer {
 // BarrierEnqueue enqueues a Barrier: the stream's later work waits until
 // every rank's stream has got to its barrier.
 func (c *StreamComm) BarrierEnqueue() error {
-	return c.coll("barrier enqueue", nil, func() (*Request, error) { return c.Comm.Ibarrier() })
+	return c.coll("barrier enqueue", nil, func(m call) (*Request, error) { return c.Comm.ibarrier(m) })
 }
