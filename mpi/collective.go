@@ -304,13 +304,9 @@ func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.Stat
 	st := c.engine()
 	var cr coll.Request
 	if err = c.useSpace(st, ord, block); err == nil {
-		if m.stream != 0 {
-			st.SetCallStream(m.stream)
-			cr, err = f(st)
-			st.SetCallStream(0)
-		} else {
-			cr, err = f(st)
-		}
+		st.SetCallStream(m.stream)
+		cr, err = f(st)
+		st.SetCallStream(0)
 	}
 	c.collMu.Unlock()
 	if errors.Is(err, coll.ErrNotOnStream) {

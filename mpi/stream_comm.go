@@ -517,16 +517,13 @@ func (c *StreamComm) coll(op string, bufs []Buffer, start func(m call) (*Request
 		}
 	}
 	c.hostColls.Add(1)
-	err = c.enqueue(s, stream.Op{Block: true, Start: func() (stream.Poll, error) {
+	err = c.enqueueReq(s, func() (*Request, error) {
 		r, err := start(call{})
 		// Only now, with the call started (its place in the engine's
 		// order taken), may a later one take the stream path.
 		c.hostColls.Add(-1)
-		if err != nil {
-			return nil, err
-		}
-		return poll(r, nil), nil
-	}})
+		return r, err
+	})
 	if err != nil {
 		c.hostColls.Add(-1) // not enqueued: Start will never run
 	}

@@ -35,7 +35,10 @@ type moduleOnce struct {
 // LoadModule returns dev's kernel module, loading it on first use (the
 // sm_90 cubin, the PTX, or NVRTC's build of the source: kernels.Load).
 func LoadModule(dev cudadrv.Device) (*Module, error) {
-	v, _ := modules.LoadOrStore(dev, &moduleOnce{})
+	v, ok := modules.Load(dev) // loaded: no allocation (stream reductions call this per launch)
+	if !ok {
+		v, _ = modules.LoadOrStore(dev, &moduleOnce{})
+	}
 	o := v.(*moduleOnce)
 	o.once.Do(func() {
 		mod, img, err := kernels.Load[cudadrv.Module](dev, cudadrv.NVRTCCompile)
