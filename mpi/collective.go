@@ -273,11 +273,6 @@ func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
 	return t, nil
 }
 
-// start runs f (which starts a coll operation) on send and recv (either may
-// be nil) with c's collective lock held; the executor pins what it hands to
-// the transport (see collComm). Nonblocking (block false), it returns the
-// Request. Blocking, it waits itself and returns nil: no Request is made,
-// and the finished schedule goes back to the engine for the next call.
 // call is how a collective is started: blocking (the call returns once
 // it is complete), or not; and, for an enqueued collective (StreamComm),
 // the CUDA stream it is to run on, if the IPC-direct engine can run it
@@ -287,8 +282,14 @@ type call struct {
 	stream uintptr
 }
 
+// start runs f (which starts a coll operation) on send and recv (either may
+// be nil) with c's collective lock held; the executor pins what it hands to
+// the transport (see collComm). Nonblocking, it returns the Request.
+// Blocking, it waits itself and returns nil: no Request is made, and the
+// finished schedule goes back to the engine for the next call. On a stream
+// the engine cannot use, it returns coll.ErrNotOnStream unwrapped, having
+// started nothing.
 func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
-	block := m.block
 	if err := c.check(name); err != nil {
 		return nil, err
 	}
@@ -303,7 +304,7 @@ func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.Stat
 	c.collMu.Lock()
 	st := c.engine()
 	var cr coll.Request
-	if err = c.useSpace(st, ord, block); err == nil {
+	if err = c.useSpace(st, ord, m.block); err == nil {
 		st.SetCallStream(m.stream)
 		cr, err = f(st)
 		st.SetCallStream(0)
@@ -315,7 +316,7 @@ func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.Stat
 	if err != nil {
 		return nil, wrapColl(name, err)
 	}
-	if block {
+	if m.block {
 		err := cr.Wait()
 		if err == nil {
 			st.Release(cr)

@@ -559,10 +559,8 @@ func TestManyInFlight(t *testing.T) {
 			reqs = append(reqs, s)
 			sends = append(sends, sb)
 		}
-		for _, r := range reqs {
-			if _, err := r.Wait(); err != nil {
-				return err
-			}
+		if err := waitAll(reqs); err != nil {
+			return err
 		}
 		for i, rb := range recvs {
 			if err := rb.check(i, lens[i]); err != nil {
@@ -831,10 +829,8 @@ func TestRendezvousWindow(t *testing.T) {
 						}
 						reqs, sends = append(reqs, s), append(sends, sb)
 					}
-					for _, r := range reqs {
-						if _, err := r.Wait(); err != nil {
-							return err
-						}
+					if err := waitAll(reqs); err != nil {
+						return err
 					}
 					for i, rb := range recvs {
 						if err := rb.check(i+100*peer, n); err != nil {

@@ -124,10 +124,8 @@ func TestPipelinedManyInFlight(t *testing.T) {
 						return fmt.Errorf("receive %d: status %+v", i, st)
 					}
 				}
-				for _, s := range sends {
-					if _, err := s.Wait(); err != nil {
-						return err
-					}
+				if err := waitAll(sends); err != nil {
+					return err
 				}
 				for i, rb := range recvs {
 					if err := rb.check(i+1000*peer, size(i)); err != nil {
@@ -193,10 +191,8 @@ func TestPipelinedPinnedBound(t *testing.T) {
 			}
 			reqs, bufs = append(reqs, r), append(bufs, b)
 		}
-		for _, r := range reqs {
-			if _, err := r.Wait(); err != nil {
-				return err
-			}
+		if err := waitAll(reqs); err != nil {
+			return err
 		}
 		for i, b := range bufs {
 			if k.r == 1 {
@@ -546,4 +542,14 @@ func BenchmarkStagedPipeline(b *testing.B) {
 			})
 		})
 	}
+}
+
+// waitAll waits for every request, returning the first error.
+func waitAll(reqs []*pt2pt.Request) error {
+	for _, r := range reqs {
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
