@@ -19,8 +19,9 @@ import "sync"
 // lock that BeginHostWait takes, so that no wait can begin under it; other
 // such calls go through WhenNoHostWaits. A call asked for meanwhile is
 // deferred; the last EndHostWait starts a goroutine that makes the
-// deferred calls. A mapping awaiting its close is reused by
-// an OpenIPC of the same handle (the driver would refuse a second mapping).
+// deferred calls. A mapping awaiting its unmap is reused by an OpenIPC of
+// the same handle (the driver would refuse a second mapping), and then
+// not unmapped.
 // A stream that always has a wait outstanding holds its closed mappings
 // until it has none.
 
@@ -64,7 +65,7 @@ func EndHostWait() {
 		hostWait.mu.Unlock()
 		panic("cudadrv: EndHostWait without BeginHostWait")
 	}
-	start := hostWait.n == 0 && !hostWait.flushing && (deferredCloses() > 0 || len(hostWait.deferred) > 0)
+	start := hostWait.n == 0 && !hostWait.flushing && len(hostWait.deferred) > 0
 	if start {
 		hostWait.flushing = true
 	}
@@ -91,7 +92,7 @@ func flushDeferred() {
 	flushLocked()
 }
 
-// FlushDeferred makes the deferred calls and IPC closes now, unless a host
+// FlushDeferred makes the deferred calls (IPC unmaps among them) now, unless a host
 // wait is outstanding, and reports whether none is left. Closing a
 // transport calls it, so that what it freed is freed before the driver
 // goes; tests call it before they count allocations.
@@ -105,20 +106,13 @@ func FlushDeferred() bool {
 	return true
 }
 
-// flushLocked runs the deferred calls and closes. hostWait.mu is held and
-// no wait is outstanding.
+// flushLocked runs the deferred calls. hostWait.mu is held and no wait is
+// outstanding.
 func flushLocked() {
 	fs := hostWait.deferred
 	hostWait.deferred = nil
 	for _, f := range fs {
 		f()
-	}
-	ipcShared.mu.Lock()
-	defer ipcShared.mu.Unlock()
-	for k, e := range ipcShared.closing {
-		delete(ipcShared.closing, k)
-		// Best effort: nobody is left to report a failed unmap to.
-		_ = k.dev.IpcCloseMemHandle(e.p)
 	}
 }
 
@@ -129,13 +123,3 @@ func DeferredCalls() int {
 	defer hostWait.mu.Unlock()
 	return len(hostWait.deferred)
 }
-
-// deferredCloses is the number of closes awaiting a time without waits.
-func deferredCloses() int {
-	ipcShared.mu.Lock()
-	defer ipcShared.mu.Unlock()
-	return len(ipcShared.closing)
-}
-
-// DeferredIPCCloses is deferredCloses for tests and diagnostics.
-func DeferredIPCCloses() int { return deferredCloses() }

@@ -47,9 +47,7 @@ var ipcShared = struct {
 	byKey   map[ipcKey]*ipcEntry
 	byPtr   map[ipcPtrKey]*ipcEntry
 	exports map[ipcExportKey]IpcMemHandle
-	closing map[ipcKey]*ipcEntry // closed, awaiting a time without host waits (hostwait.go)
-}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, exports: map[ipcExportKey]IpcMemHandle{},
-	closing: map[ipcKey]*ipcEntry{}}
+}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, exports: map[ipcExportKey]IpcMemHandle{}}
 
 // ExportIPC returns the IPC handle of dev's allocation bufferID, whose
 // first byte is base (PointerInfo's Base and BufferID), from the cache or
@@ -83,15 +81,11 @@ func OpenIPC(dev Device, h IpcMemHandle) (DevicePtr, error) {
 	defer ipcShared.mu.Unlock()
 	k := ipcKey{dev, h}
 	if e := ipcShared.byKey[k]; e != nil {
+		if e.refs == 0 {
+			// Closed while a stream waited on the host, not yet unmapped.
+			ipcShared.byPtr[ipcPtrKey{dev, e.p}] = e
+		}
 		e.refs++
-		return e.p, nil
-	}
-	if e := ipcShared.closing[k]; e != nil {
-		// Closed while a stream waited on the host, not yet unmapped.
-		delete(ipcShared.closing, k)
-		e.refs = 1
-		ipcShared.byKey[k] = e
-		ipcShared.byPtr[ipcPtrKey{dev, e.p}] = e
 		return e.p, nil
 	}
 	p, err := dev.IpcOpenMemHandle(h)
@@ -124,10 +118,24 @@ func CloseIPC(dev Device, p DevicePtr) error {
 		return nil
 	}
 	delete(ipcShared.byPtr, pk)
-	delete(ipcShared.byKey, e.key)
 	if hostWait.n > 0 {
-		ipcShared.closing[e.key] = e
+		// Unmapped once no stream waits, unless reopened by then (the
+		// entry stays in byKey for OpenIPC to find).
+		hostWait.deferred = append(hostWait.deferred, func() { unmapIdle(e) })
 		return nil
 	}
+	delete(ipcShared.byKey, e.key)
 	return dev.IpcCloseMemHandle(p)
+}
+
+// unmapIdle unmaps a deferred close's mapping if nobody reopened it.
+func unmapIdle(e *ipcEntry) {
+	ipcShared.mu.Lock()
+	defer ipcShared.mu.Unlock()
+	if e.refs != 0 || ipcShared.byKey[e.key] != e {
+		return
+	}
+	delete(ipcShared.byKey, e.key)
+	// Best effort: nobody is left to report a failed unmap to.
+	_ = e.key.dev.IpcCloseMemHandle(e.p)
 }

@@ -121,7 +121,7 @@ func TestCloseIPCWhileHostWaits(t *testing.T) {
 	if el := time.Since(start); el > time.Second {
 		t.Fatalf("close took %v while a stream waited on the host: not deferred", el)
 	}
-	if n := cudadrv.DeferredIPCCloses(); n != 1 {
+	if n := cudadrv.DeferredCalls(); n != 1 {
 		t.Fatalf("%d deferred closes, want 1", n)
 	}
 	// Reopened before the unmap: the same mapping, usable.
@@ -138,7 +138,7 @@ func TestCloseIPCWhileHostWaits(t *testing.T) {
 	// The host releases the wait: the unmap follows.
 	atomic.StoreUint32((*uint32)(flag), 1)
 	cudadrv.EndHostWait()
-	for deadline := time.Now().Add(5 * time.Second); cudadrv.DeferredIPCCloses() > 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); cudadrv.DeferredCalls() > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("deferred close never made")
 		}
