@@ -50,6 +50,15 @@ type immediateSender interface {
 	TrySend(buf []byte, dest, tag int) (Request, bool, error)
 }
 
+// immediateReceiver is implemented by Comms that can receive a short
+// message inside one call: TryRecv reports whether a message from src came
+// (it is there, or arrives within the transport's short poll) and its size;
+// when it did not, nothing was posted and no reference to buf is kept.
+// Messages larger than the Comm handles this way are declined at once.
+type immediateReceiver interface {
+	TryRecv(buf []byte, src, tag int) (n int, ok bool, err error)
+}
+
 // bytes resolves a ref to memory.
 func (e *exec) bytes(r ref) []byte {
 	if r.n == 0 {
@@ -86,14 +95,16 @@ func (e *exec) unpin() {
 // State pins nothing.
 func (e *exec) post(s step) (Request, error) {
 	buf := e.bytes(s.a)
-	if len(buf) > 0 && e.pins[s.a.s] == nil {
+	if len(buf) == 0 || e.pins[s.a.s] == nil {
 		if p, ok := e.comm.(Pinner); ok {
 			if is, ok := e.comm.(immediateSender); ok && s.kind == stepSend {
 				if q, sent, err := is.TrySend(buf, s.peer, e.tag); sent || err != nil {
 					return q, err
 				}
 			}
-			e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
+			if len(buf) > 0 {
+				e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
+			}
 		}
 	}
 	if s.kind == stepSend {
@@ -133,11 +144,64 @@ func (e *exec) Test() (bool, error) {
 	return done, err
 }
 
+// postRound starts round r's messages: e.reqs[i] is r.comm[i]'s request,
+// nil for a message already complete.
+//
+// immediate is set when the caller is about to block for the round (a
+// blocking schedule alone in its domain: waitAlone). Then the sends go
+// first, and each short receive is tried inside the call
+// (immediateReceiver): a message that is there or comes within the
+// transport's short poll lands with nothing posted, no pin and no request,
+// which is most of what a small collective costs beyond its messages. A
+// receive that does not come in time is posted as usual. Receives keep their
+// order among themselves, so messages from one peer still match in order.
+func (e *exec) postRound(r *round, immediate bool) error {
+	ir, canTry := e.comm.(immediateReceiver)
+	if !immediate || !canTry {
+		e.reqs = e.reqs[:0]
+		for _, s := range r.comm {
+			q, err := e.post(s)
+			if err != nil {
+				return fmt.Errorf("%v: %w", s, err)
+			}
+			e.reqs = append(e.reqs, q)
+		}
+		return nil
+	}
+	e.reqs = append(e.reqs[:0], make([]Request, len(r.comm))...)
+	for pass := stepSend; pass <= stepRecv; pass++ {
+		for i, s := range r.comm {
+			if s.kind != pass {
+				continue
+			}
+			if s.kind == stepRecv {
+				n, ok, err := ir.TryRecv(e.bytes(s.a), s.peer, e.tag)
+				if err != nil {
+					return fmt.Errorf("%v: %w", s, err)
+				}
+				if ok {
+					if n != s.a.n {
+						return fmt.Errorf("%v: received %d bytes, expected %d: %w", s, n, s.a.n, ErrCount)
+					}
+					continue
+				}
+			}
+			q, err := e.post(s)
+			if err != nil {
+				return fmt.Errorf("%v: %w", s, err)
+			}
+			e.reqs[i] = q
+		}
+	}
+	return nil
+}
+
 // advance runs the schedule until it would block. Called with e.mu held.
-// poll false skips the transport progress that Testing a pending message
-// makes, for requests that can tell completion without it (doner): the
-// caller is about to block in one of them, which progresses the transport
-// anyway.
+// poll false (waitAlone) skips the transport progress that Testing a
+// pending message makes, for requests that can tell completion without it
+// (doner): the caller is about to block in one of them, which progresses the
+// transport anyway; it also lets postRound receive short messages inside
+// the call.
 func (e *exec) advance(poll bool) (bool, error) {
 	if e.done {
 		return true, e.err
@@ -146,13 +210,8 @@ func (e *exec) advance(poll bool) (bool, error) {
 	for e.cur < len(rounds) {
 		r := &rounds[e.cur]
 		if !e.posted {
-			e.reqs = e.reqs[:0]
-			for _, s := range r.comm {
-				q, err := e.post(s)
-				if err != nil {
-					return e.fail(fmt.Errorf("%v: %w", s, err))
-				}
-				e.reqs = append(e.reqs, q)
+			if err := e.postRound(r, !poll); err != nil {
+				return e.fail(err)
 			}
 			e.posted = true
 		}

@@ -56,6 +56,7 @@ var (
 	_ coll.Comm = collComm{}
 	_ interface {
 		TrySend([]byte, int, int) (coll.Request, bool, error)
+		TryRecv([]byte, int, int) (int, bool, error)
 	} = collComm{}
 	_ coll.Pinner = collComm{}
 	_ coll.Idler  = collComm{}
@@ -100,6 +101,18 @@ var collTryLimit atomic.Int64
 func init() { collTryLimit.Store(8192) }
 
 const collTryFloor = 64
+
+// TryRecv receives a short message inside the call when it is there or
+// arrives within the transport's short poll (pt2pt's TryRecvColl), for a
+// blocking schedule (coll's immediateReceiver): nothing stays posted, so
+// buf is not pinned. It reports the message's size.
+func (a collComm) TryRecv(buf []byte, src, tag int) (int, bool, error) {
+	if len(buf) > pt2pt.TryRecvMax {
+		return 0, false, nil
+	}
+	st, ok, err := a.pc.TryRecvColl(pt2pt.HostMem(buf), src, tag)
+	return st.Bytes, ok, err
+}
 
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 	return newCollMsg(a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag))

@@ -86,6 +86,10 @@ func start() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	settle, err := cfgInitSettle.Get()
+	if err != nil {
+		return nil, err
+	}
 	oversubscribed := env.LocalSize > runtime.NumCPU()
 	if spin < 0 {
 		spin = 4096
@@ -127,6 +131,9 @@ func start() (*state, error) {
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = env.Node
 	oneNode = env.LocalSize == env.Size
+	if underLauncher && env.Size > 1 {
+		settleScheduler(settle)
+	}
 	return s, nil
 }
 

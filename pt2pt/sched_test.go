@@ -1,0 +1,80 @@
+package pt2pt_test
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// TestOperationsPassTheScheduler checks that a goroutine that only starts
+// operations still passes through the Go scheduler once every
+// SchedulerEvery of them, whichever entry point it uses (blocking, immediate
+// and nonblocking sends and receives), so that the runtime never has to
+// preempt it inside a transport call.
+func TestOperationsPassTheScheduler(t *testing.T) {
+	var passes atomic.Int64
+	defer pt2pt.SetGosched(func() { passes.Add(1) })()
+	const rounds = 3 * pt2pt.SchedulerEvery / 4 // each round starts 4 operations per rank
+	b := make([]byte, 8)
+	run(t, 2, func(c *pt2pt.Comm) error {
+		peer := 1 - c.Rank()
+		for i := 0; i < rounds; i++ {
+			if c.Rank() == 0 {
+				if err := c.Send(pt2pt.HostMem(b), peer, 1, false); err != nil {
+					return err
+				}
+				if _, err := send1(c, peer); err != nil {
+					return err
+				}
+				if _, err := c.Recv(pt2pt.HostMem(make([]byte, 8)), peer, 2); err != nil {
+					return err
+				}
+				if _, err := recvTry(c, peer); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := c.Recv(pt2pt.HostMem(make([]byte, 8)), peer, 1); err != nil {
+				return err
+			}
+			if _, err := recvTry(c, peer); err != nil {
+				return err
+			}
+			if err := c.Send(pt2pt.HostMem(b), peer, 2, false); err != nil {
+				return err
+			}
+			if _, err := send1(c, peer); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// 3 × SchedulerEvery operations per rank, two ranks, each with its own
+	// engine and count.
+	if got := passes.Load(); got != 6 {
+		t.Fatalf("%d scheduler passes for 2 × %d operations, want 6", got, 4*rounds)
+	}
+}
+
+// send1 sends one message with tag 3 through the nonblocking path.
+func send1(c *pt2pt.Comm, dest int) (pt2pt.Status, error) {
+	r, err := c.Isend(pt2pt.HostMem(make([]byte, 8)), dest, 3, false)
+	if err != nil {
+		return pt2pt.Status{}, err
+	}
+	return r.Wait()
+}
+
+// recvTry receives the tag-3 message with TryRecv, falling back to Recv
+// when it has not arrived within the short poll. The in-process fabric has
+// no immediate receive, so TryRecv declines before starting anything and
+// exactly one operation (the Recv) is counted.
+func recvTry(c *pt2pt.Comm, src int) (pt2pt.Status, error) {
+	m := pt2pt.HostMem(make([]byte, 8))
+	st, ok, err := c.TryRecv(m, src, 3)
+	if ok || err != nil {
+		return st, err
+	}
+	return c.Recv(m, src, 3)
+}
