@@ -38,6 +38,7 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	t.Helper()
 	w := colltest.NewWorld(c.p)
 	w.Slow = r.IntN(2) == 0
+	w.Immediate = r.IntN(2) == 0
 	blocking := r.IntN(2) == 0
 	// Usually one progress domain per rank, as in real processes; sometimes
 	// one shared by all ranks, so goroutines advance each other's schedules
@@ -66,7 +67,7 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 		}
 	})
 	if err != nil {
-		t.Fatalf("%s (blocking=%v): %v", c.desc, blocking, err)
+		t.Fatalf("%s (blocking=%v, immediate=%v): %v", c.desc, blocking, w.Immediate, err)
 	}
 	for i, b := range c.bufs {
 		if !sameResult(c.t, b.full, b.want) {

@@ -2,6 +2,8 @@ package coll_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/gompix/gompix/coll"
@@ -14,7 +16,13 @@ var sum = coll.Builtin(dtype.Sum)
 // onEveryRank runs f on p ranks and returns each rank's error.
 func onEveryRank(t *testing.T, p int, f func(s *coll.State, rank int) error) []error {
 	t.Helper()
-	w := colltest.NewWorld(p)
+	return onEveryRankOf(t, colltest.NewWorld(p), f)
+}
+
+// onEveryRankOf is onEveryRank on a world set up by the caller.
+func onEveryRankOf(t *testing.T, w *colltest.World, f func(s *coll.State, rank int) error) []error {
+	t.Helper()
+	p := w.Size()
 	errs := make([]error, p)
 	if err := w.Run(runTimeout, func(c *colltest.Comm) error {
 		errs[c.Rank()] = f(coll.NewState(c, perRank(nil)), c.Rank())
@@ -89,21 +97,35 @@ func TestMismatchedMessages(t *testing.T) {
 		{"longer message truncates", 8, 4, colltest.ErrTruncate},
 		{"shorter message", 4, 8, coll.ErrCount},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			errs := onEveryRank(t, 2, func(s *coll.State, rank int) error {
-				n := tc.otherCount
-				if rank == 0 {
-					n = tc.rootCount
+		// Immediate: the receiver's blocking schedule takes the message
+		// inside the call (the root sends before the receiver looks).
+		for _, immediate := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/immediate=%v", tc.name, immediate), func(t *testing.T) {
+				w := colltest.NewWorld(2)
+				w.Immediate = immediate
+				var sent sync.WaitGroup
+				sent.Add(1)
+				errs := onEveryRankOf(t, w, func(s *coll.State, rank int) error {
+					n := tc.otherCount
+					if rank == 0 {
+						defer sent.Done()
+						n = tc.rootCount
+					} else if immediate {
+						sent.Wait()
+					}
+					return s.Bcast(make([]byte, n), n, dtype.Byte, 0)
+				})
+				if errs[0] != nil {
+					t.Errorf("root: %v", errs[0])
 				}
-				return s.Bcast(make([]byte, n), n, dtype.Byte, 0)
+				if !errors.Is(errs[1], tc.want) {
+					t.Errorf("receiver: err = %v, want %v", errs[1], tc.want)
+				}
+				if u, p := w.Pending(); u != 0 || p != 0 {
+					t.Errorf("%d unmatched messages, %d unmatched receives left", u, p)
+				}
 			})
-			if errs[0] != nil {
-				t.Errorf("root: %v", errs[0])
-			}
-			if !errors.Is(errs[1], tc.want) {
-				t.Errorf("receiver: err = %v, want %v", errs[1], tc.want)
-			}
-		})
+		}
 	}
 	// Gatherv: a sender's count that disagrees with the root's counts.
 	errs := onEveryRank(t, 3, func(s *coll.State, rank int) error {

@@ -3,6 +3,7 @@ package colltest
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,9 @@ type World struct {
 	// its first 0-3 Tests after completion.
 	Slow  bool
 	slowN atomic.Uint32
+	// Immediate, when set before use, lets Comm.TryRecv take a message
+	// that is there or comes within a short poll; otherwise it declines.
+	Immediate bool
 }
 
 type message struct {
@@ -168,6 +172,39 @@ func (c *Comm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 	box.posted = append(box.posted, posted{src: src, tag: tag, buf: buf, req: req})
 	box.mu.Unlock()
 	return req, nil
+}
+
+// TryRecv is the immediate receive that coll's executor uses in a blocking
+// schedule: with World.Immediate set it takes a message from src with tag
+// that is queued or arrives within a short poll (yielding between looks),
+// copies it into buf and reports its size (with ErrTruncate if it is longer
+// than buf); otherwise, or when none comes, it leaves nothing posted and
+// reports false.
+func (c *Comm) TryRecv(buf []byte, src, tag int) (int, bool, error) {
+	if err := c.check(src, tag); err != nil {
+		return 0, false, err
+	}
+	if !c.w.Immediate {
+		return 0, false, nil
+	}
+	box := c.w.boxes[c.rank]
+	for range 100 {
+		box.mu.Lock()
+		for i, m := range box.unexpected {
+			if m.src == src && m.tag == tag {
+				box.unexpected = append(box.unexpected[:i], box.unexpected[i+1:]...)
+				box.mu.Unlock()
+				n := copy(buf, m.data)
+				if len(m.data) > len(buf) {
+					return n, true, fmt.Errorf("%d-byte message into a %d-byte buffer: %w", len(m.data), len(buf), ErrTruncate)
+				}
+				return n, true, nil
+			}
+		}
+		box.mu.Unlock()
+		runtime.Gosched()
+	}
+	return 0, false, nil
 }
 
 // Request is a colltest operation; receives implement coll.Counter.
