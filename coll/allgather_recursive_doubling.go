@@ -10,12 +10,25 @@ package coll
 // it to power-of-two p (Bruck covers the others with the same latency).
 func allgatherRecursiveDoubling(b *builder) {
 	p, r, n := b.size, b.rank, b.count*b.esz
-	b.copy(b.rbuf.at(r*n, n), b.src)
+	// The first exchange sends the input itself and the block is copied into
+	// place meanwhile, rather than sent from a copy just written (see
+	// allreduceRecursiveDoubling); later ones send gathered ranges, which
+	// include it.
 	for mask := 1; mask < p; mask <<= 1 {
 		peer := r ^ mask
 		mine, theirs := r&^(mask-1), peer&^(mask-1)
 		b.sync()
-		b.send(b.rbuf.at(mine*n, mask*n), peer)
+		if mask == 1 {
+			b.send(b.src, peer)
+		} else {
+			b.send(b.rbuf.at(mine*n, mask*n), peer)
+		}
 		b.recv(b.rbuf.at(theirs*n, mask*n), peer)
+		if mask == 1 {
+			b.copy(b.rbuf.at(r*n, n), b.src)
+		}
+	}
+	if p == 1 {
+		b.copy(b.rbuf.at(r*n, n), b.src)
 	}
 }

@@ -27,19 +27,24 @@ func allreduceRing(b *builder) {
 			b.reduce(tmp.at(0, in.n), in)
 		}
 		b.scaleAvg(blk(r), p)
-		ringAllgather(b, b.rbuf, counts, displs)
+		ringAllgather(b, b.rbuf, counts, displs, blk(r))
 	}
 }
 
 // ringAllgather circulates block i (of base under counts/displs) from rank i
 // to every rank in p-1 neighbour steps: in step k rank r forwards block r-k
-// and receives block r-k-1.
-func ringAllgather(b *builder, base ref, counts, displs []int) {
+// and receives block r-k-1. Step 0 sends mine, this rank's block wherever it
+// lives (its slot of base, or the caller's send buffer).
+func ringAllgather(b *builder, base ref, counts, displs []int, mine ref) {
 	p, r := b.size, b.rank
 	right, left := mod(r+1, p), mod(r-1, p)
 	for k := 0; k < p-1; k++ {
 		b.sync()
-		b.send(b.block(base, counts, displs, mod(r-k, p)), right)
+		out := mine
+		if k > 0 {
+			out = b.block(base, counts, displs, mod(r-k, p))
+		}
+		b.send(out, right)
 		b.recv(b.block(base, counts, displs, mod(r-k-1, p)), left)
 	}
 }

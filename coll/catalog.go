@@ -169,12 +169,13 @@ func must(k Kind, name string) Algorithm {
 // Size thresholds of Select, in bytes. They follow the α-β models: latency-
 // bound algorithms below, bandwidth-optimal ones above.
 const (
-	allreduceShort   = 16 << 10 // recursive doubling below
-	allreduceLong    = 4 << 20  // ring from here (rabenseifner between)
-	allgatherShort   = 64 << 10 // total bytes: bruck / recursive doubling below, ring above
-	alltoallShort    = 256      // per-block bytes: bruck below (with ≥ 8 ranks)
-	bcastLong        = 128 << 10
-	reduceScatterBig = 256 << 10 // total bytes: ring from here, pairwise below
+	allreduceShort    = 16 << 10 // recursive doubling below
+	allreduceLong     = 4 << 20  // ring from here (rabenseifner between)
+	allreduceTwoRanks = 1 << 20  // 2 ranks: rabenseifner from here, recursive doubling below
+	allgatherShort    = 64 << 10 // total bytes: bruck / recursive doubling below, ring above
+	alltoallShort     = 256      // per-block bytes: bruck below (with ≥ 8 ranks)
+	bcastLong         = 128 << 10
+	reduceScatterBig  = 256 << 10 // total bytes: ring from here, pairwise below
 )
 
 // Select picks the algorithm for a collective of kind k on ranks ranks.
@@ -189,11 +190,20 @@ func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
 			return must(k, "scatter_allgather")
 		}
 	case Allreduce:
-		// Two ranks too: halving the vector (rabenseifner) means each rank
-		// reduces and receives half as much, which beats recursive
-		// doubling's whole-vector exchange from allreduceShort up.
 		if !commutative || bytes < allreduceShort || bytes < 64*ranks {
 			return must(k, "recursive_doubling")
+		}
+		// Two ranks: recursive doubling is one exchange of the input itself
+		// and one reduction into a buffer the peer never reads; halving
+		// (rabenseifner) moves and reduces half as much but sends back a
+		// half just written, and wins only from allreduceTwoRanks (measured
+		// on the 2-core machine, docs/performance-host.md, session 5).
+		// Ring is rabenseifner's traffic in more steps at two ranks.
+		if ranks == 2 {
+			if bytes < allreduceTwoRanks {
+				return must(k, "recursive_doubling")
+			}
+			return must(k, "rabenseifner")
 		}
 		if bytes >= allreduceLong {
 			return must(k, "ring")
