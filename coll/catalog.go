@@ -194,16 +194,14 @@ func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
 			return must(k, "recursive_doubling")
 		}
 		// Two ranks: recursive doubling is one exchange of the input itself
-		// and one reduction into a buffer the peer never reads; halving
-		// (rabenseifner) moves and reduces half as much but sends back a
-		// half just written, and wins only from allreduceTwoRanks (measured
-		// on the 2-core machine, docs/performance-host.md, session 5).
-		// Ring is rabenseifner's traffic in more steps at two ranks.
+		// and one reduction into a buffer the peer never reads. Halving
+		// (rabenseifner, and ring, its traffic in more steps at two ranks)
+		// moves and reduces half as much but sends back a half just written,
+		// which a shared-memory peer pulls dirty from this core: with vector
+		// reductions it lost at every size from 16 KiB to 4 MiB on the 2-core
+		// machine (docs/performance-host.md, session 5).
 		if ranks == 2 {
-			if bytes < allreduceTwoRanks {
-				return must(k, "recursive_doubling")
-			}
-			return must(k, "rabenseifner")
+			return must(k, "recursive_doubling")
 		}
 		if bytes >= allreduceLong {
 			return must(k, "ring")

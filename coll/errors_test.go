@@ -207,7 +207,9 @@ func TestSelectApplicable(t *testing.T) {
 	}{
 		{coll.Allreduce, 8, 16, true, "recursive_doubling"},
 		{coll.Allreduce, 1 << 20, 16, true, "rabenseifner"},
-		{coll.Allreduce, 1 << 20, 2, true, "rabenseifner"},
+		{coll.Allreduce, 1 << 20, 2, true, "recursive_doubling"},
+		{coll.Allreduce, 64 << 20, 2, true, "recursive_doubling"},
+		{coll.Allreduce, 1 << 20, 4, true, "rabenseifner"},
 		{coll.Allreduce, 8 << 10, 2, true, "recursive_doubling"},
 		{coll.Allreduce, 64 << 20, 16, true, "ring"},
 		{coll.Allreduce, 64 << 20, 16, false, "recursive_doubling"},

@@ -41,9 +41,15 @@ func Reduce(op Op, t Type, inout, in []byte) error {
 	if len(inout) == 0 {
 		return nil
 	}
-	// Narrow-lane sums and the bitwise ops run on whole 64-bit words
-	// (SWAR): Go does not vectorise the per-element loops, which move one
-	// byte per operation for 8-bit types.
+	// Sums and the bitwise ops run on 16-byte vectors where the
+	// architecture has them (vectorPrefix), and the rest of them, narrow
+	// lanes, on whole 64-bit words (SWAR): Go does not vectorise the
+	// per-element loops, which move one element per operation.
+	if n := vectorPrefix(op, t, inout, in); n > 0 {
+		if inout, in = inout[n:], in[n:]; len(inout) == 0 {
+			return nil
+		}
+	}
 	if swar(op, t, inout, in) {
 		return nil
 	}
