@@ -105,9 +105,12 @@ const collTryFloor = 64
 // TryRecv receives a short message inside the call when it is there or
 // arrives within the transport's short poll (pt2pt's TryRecvColl), for a
 // blocking schedule (coll's immediateReceiver): nothing stays posted, so
-// buf is not pinned. It reports the message's size.
+// buf is not pinned. It reports the message's size. When ranks outnumber
+// cores it declines: the poll would keep the processor from the very rank
+// whose message it waits for (4 ranks on 2 cores, 8 B allreduce: 12.8 µs
+// with the poll against 7.8 without, medians of 5 interleaved runs).
 func (a collComm) TryRecv(buf []byte, src, tag int) (int, bool, error) {
-	if len(buf) > pt2pt.TryRecvMax {
+	if len(buf) > pt2pt.TryRecvMax || a.pc.Engine().Yields() {
 		return 0, false, nil
 	}
 	st, ok, err := a.pc.TryRecvColl(pt2pt.HostMem(buf), src, tag)
