@@ -1,7 +1,6 @@
 package mpi
 
 import (
-	"runtime"
 	"time"
 
 	"github.com/gompix/gompix/internal/config"
@@ -10,8 +9,8 @@ import (
 var cfgInitSettle = config.NewDuration("GOMPIX_INIT_SETTLE", 40*time.Millisecond,
 	"how long Init keeps the process busy at its end, so that the Go runtime's monitor thread has backed off before the application's first timed loop (0: off); only jobs of more than one rank")
 
-// settleScheduler keeps the calling goroutine running for d, passing through
-// the scheduler as it goes, and returns the time it spent.
+// settleScheduler keeps the calling goroutine running for d and returns the
+// time it spent.
 //
 // Why: the Go runtime's monitor thread (sysmon) wakes every 20 µs after a
 // process has been idle (as every rank is while Init waits for the others),
@@ -23,10 +22,11 @@ var cfgInitSettle = config.NewDuration("GOMPIX_INIT_SETTLE", 40*time.Millisecond
 // session 5). Spinning here, where nothing is being timed, lets the monitor
 // back off before the application starts. The process is kept running, not
 // sleeping: with every P idle the monitor would park and come back at 20 µs.
+// The loop does not call runtime.Gosched, which would wake an idle P's
+// thread each time.
 func settleScheduler(d time.Duration) time.Duration {
 	start := time.Now()
 	for time.Since(start) < d {
-		runtime.Gosched()
 	}
 	return time.Since(start)
 }

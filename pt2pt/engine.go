@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Options tune the engine's wait policy.
@@ -44,29 +45,47 @@ type Engine struct {
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
 
-	ops atomic.Uint32 // operations started, for passScheduler
+	ops      atomic.Uint32 // operations started, for passScheduler
+	lastPass atomic.Int64  // when passScheduler last passed (since processStart)
 }
 
-// schedulerEvery is how many operations a process starts between two
-// passes of the calling goroutine through the Go scheduler.
-const schedulerEvery = 1024
+// schedulerCheckEvery is how many operations a process starts between two
+// looks at the clock for passScheduler.
+const schedulerCheckEvery = 64
 
-// passScheduler lets the calling goroutine through the Go scheduler once in
-// schedulerEvery operations. A goroutine that runs 10 ms without doing so is
-// preempted by the runtime's monitor thread (sysmon); caught inside a C call
-// (where a polling rank spends most of its time) it loses its P, which is
-// handed to another thread, and the monitor, having found work, goes back to
-// waking every 20 µs for a few milliseconds. When every core runs a polling
-// rank, each of those wake-ups takes a core from a rank for several
-// microseconds (perf sched on the 2-core machine: 8-byte ping-pong blocks
-// of 1.2–2 µs per message amid 0.42 µs ones). One Gosched, about 0.2 µs,
-// per 1024 operations (≈ 0.5 ms of ping-pong) keeps the goroutine from being
-// preempted at all.
+// schedulerInterval is the time between two passes of a polling goroutine
+// through the Go scheduler (a variable for tests).
+var schedulerInterval = int64(2 * time.Millisecond)
+
+// passScheduler lets the calling goroutine through the Go scheduler once
+// every schedulerInterval while it keeps starting operations (and from the
+// spin of blocking waits, Idle). A goroutine that runs 10 ms without doing so
+// is preempted by the runtime's monitor thread (sysmon); caught inside a C
+// call, where a polling rank spends most of its time, it loses its P, and
+// the monitor, having found work, goes back to waking every 20 µs for some
+// milliseconds. When every core runs a polling rank, each of those wake-ups
+// takes a core from a rank for several microseconds (perf sched on the
+// 2-core machine: 8-byte ping-pong blocks of 1.2–2 µs per message amid
+// 0.42 µs ones). Passing more often costs too: runtime.Gosched wakes an idle
+// P's thread (wakep), which then runs on a core a polling rank needs, so
+// the pass is rationed by time, not done every few rounds.
 func (e *Engine) passScheduler() {
-	if e.ops.Add(1)%schedulerEvery == 0 {
+	if e.ops.Add(1)%schedulerCheckEvery == 0 {
+		e.passSchedulerNow()
+	}
+}
+
+// passSchedulerNow passes through the scheduler if schedulerInterval has
+// gone by since this engine's last pass.
+func (e *Engine) passSchedulerNow() {
+	now := int64(time.Since(processStart))
+	if last := e.lastPass.Load(); now-last >= schedulerInterval && e.lastPass.CompareAndSwap(last, now) {
 		gosched()
 	}
 }
+
+// processStart is the origin of Engine.lastPass's monotonic times.
+var processStart = time.Now()
 
 // gosched is runtime.Gosched; a test counts the passes through it.
 var gosched = runtime.Gosched
@@ -147,8 +166,8 @@ func (e *Engine) Yields() bool { return e.yield > 0 }
 func (e *Engine) Idle(round int) {
 	switch {
 	case round < e.spin:
-		if round%32 == 31 {
-			runtime.Gosched()
+		if round%schedulerCheckEvery == schedulerCheckEvery-1 {
+			e.passSchedulerNow()
 		}
 	case round < e.spin+e.yield:
 		osYield()

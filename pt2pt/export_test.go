@@ -8,5 +8,13 @@ func SetGosched(f func()) (restore func()) {
 	return func() { gosched = old }
 }
 
-// SchedulerEvery is schedulerEvery, for tests.
-const SchedulerEvery = schedulerEvery
+// SetSchedulerInterval replaces schedulerInterval until the returned
+// function restores it.
+func SetSchedulerInterval(d int64) (restore func()) {
+	old := schedulerInterval
+	schedulerInterval = d
+	return func() { schedulerInterval = old }
+}
+
+// SchedulerCheckEvery is schedulerCheckEvery, for tests.
+const SchedulerCheckEvery = schedulerCheckEvery

@@ -3,19 +3,33 @@ package pt2pt_test
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gompix/gompix/pt2pt"
 )
 
 // TestOperationsPassTheScheduler checks that a goroutine that only starts
-// operations still passes through the Go scheduler once every
-// SchedulerEvery of them, whichever entry point it uses (blocking, immediate
-// and nonblocking sends and receives), so that the runtime never has to
-// preempt it inside a transport call.
+// operations still passes through the Go scheduler, whichever entry point it
+// uses (blocking, immediate and nonblocking sends and receives), so that the
+// runtime never has to preempt it inside a transport call: with no time
+// between passes required, once every SchedulerCheckEvery operations; with
+// an hour required, never after the first.
 func TestOperationsPassTheScheduler(t *testing.T) {
+	if got := schedulerPasses(t, 0); got != 6 {
+		t.Errorf("interval 0: %d scheduler passes for 2 × %d operations, want 6", got, 3*pt2pt.SchedulerCheckEvery)
+	}
+	if got := schedulerPasses(t, int64(time.Hour)); got > 2 {
+		t.Errorf("interval 1h: %d scheduler passes, want at most one per engine", got)
+	}
+}
+
+// schedulerPasses runs 3 × SchedulerCheckEvery operations on each of two
+// ranks with the given interval between passes and counts the passes.
+func schedulerPasses(t *testing.T, interval int64) int64 {
 	var passes atomic.Int64
 	defer pt2pt.SetGosched(func() { passes.Add(1) })()
-	const rounds = 3 * pt2pt.SchedulerEvery / 4 // each round starts 4 operations per rank
+	defer pt2pt.SetSchedulerInterval(interval)()
+	const rounds = 3 * pt2pt.SchedulerCheckEvery / 4 // each round starts 4 operations per rank
 	b := make([]byte, 8)
 	run(t, 2, func(c *pt2pt.Comm) error {
 		peer := 1 - c.Rank()
@@ -50,11 +64,7 @@ func TestOperationsPassTheScheduler(t *testing.T) {
 		}
 		return nil
 	})
-	// 3 × SchedulerEvery operations per rank, two ranks, each with its own
-	// engine and count.
-	if got := passes.Load(); got != 6 {
-		t.Fatalf("%d scheduler passes for 2 × %d operations, want 6", got, 4*rounds)
-	}
+	return passes.Load()
 }
 
 // send1 sends one message with tag 3 through the nonblocking path.
