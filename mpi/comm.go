@@ -333,7 +333,31 @@ func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 
 // Sendrecv sends sendbuf to dest and receives into recvbuf from src, both
 // at once, so that exchanges in a ring cannot deadlock.
+//
+// A short message that leaves inside one transport call (pt2pt's TrySend,
+// as Send uses) is sent first, once the receive's arguments are known to be
+// good: having left, it cannot take part in a deadlock, and the receive then
+// takes Recv's path (an in-call poll, no pin when the message comes in
+// time). 2 ranks exchanging 0 bytes back to back: 1.4–1.7 µs per call posting
+// both, against 0.73–0.79 µs for a barrier, which already worked this way.
 func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
+	if err := c.check("sendrecv"); err != nil {
+		return Status{}, err
+	}
+	if err := checkBuf("sendrecv", sendbuf); err != nil {
+		return Status{}, err
+	}
+	if err := checkBuf("sendrecv", recvbuf); err != nil {
+		return Status{}, err
+	}
+	if err := c.pc.CheckRecv("sendrecv", recvbuf.mem(), src, recvtag); err != nil {
+		return Status{}, err
+	}
+	if sent, err := c.pc.TrySend(sendbuf.mem(), dest, sendtag); err != nil {
+		return Status{}, err
+	} else if sent {
+		return c.Recv(recvbuf, src, recvtag)
+	}
 	rr, err := c.irecv("sendrecv", recvbuf, src, recvtag)
 	if err != nil {
 		return Status{}, err

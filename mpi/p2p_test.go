@@ -143,6 +143,22 @@ func badInputThenWorks(w *Comm) error {
 	if err := check("nil buffer", w.Send(nil, peer, 0), ErrBuffer); err != nil {
 		return err
 	}
+	// A Sendrecv whose receive is bad sends nothing, even where its
+	// message could have left at once.
+	_, err = w.Sendrecv(Slice([]byte{1}), peer, 13, Slice(make([]byte, 1)), w.Size()+1, 13)
+	if err := check("sendrecv recv rank", err, ErrRank); err != nil {
+		return err
+	}
+	_, err = w.Sendrecv(Slice([]byte{1}), peer, 13, Slice(make([]byte, 1)), from, -5)
+	if err := check("sendrecv recv tag", err, ErrTag); err != nil {
+		return err
+	}
+	if err := w.Barrier(); err != nil {
+		return err
+	}
+	if _, ok, err := w.Iprobe(from, 13); err != nil || ok {
+		return errorf("after failed Sendrecvs: a message with tag 13 is there (%v, %v)", ok, err)
+	}
 	var nilComm *Comm
 	if err := check("nil comm", nilComm.Send(b, 0, 0), ErrComm); err != nil {
 		return err

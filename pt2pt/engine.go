@@ -489,6 +489,16 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 	return r.status, true, r.err
 }
 
+// CheckRecv reports the error a receive into m from src with tag would
+// fail with before starting anything (nil when it would start): package mpi
+// checks a Sendrecv's receive before its send leaves.
+func (c *Comm) CheckRecv(name string, m Mem, src, tag int) error {
+	if err := c.checkRecvArgs(name, src, tag); err != nil {
+		return err
+	}
+	return c.checkMem(name, m)
+}
+
 // Recv is the blocking Irecv + Wait, without allocating a Request.
 func (c *Comm) Recv(m Mem, src, tag int) (Status, error) {
 	r, err := c.postRecv(m, src, tag, c.ctx, "recv", true)
