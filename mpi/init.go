@@ -120,7 +120,8 @@ func start() (*state, error) {
 	} else {
 		s.kv = newLocalKV()
 	}
-	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep})
+	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep,
+		Oversubscribed: oversubscribed})
 	if err != nil {
 		if s.client != nil {
 			s.client.Close()

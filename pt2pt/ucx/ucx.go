@@ -39,23 +39,42 @@ type Config struct {
 	// SleepTimeout bounds one sleep on the event fd (default 5 ms): a
 	// backstop for events consumed by another goroutine's progress.
 	SleepTimeout time.Duration
+	// Oversubscribed: this node runs more ranks than it has cores, which
+	// changes a UCX default (envDefaults).
+	Oversubscribed bool
 }
 
-// Defaults applied to UCX's environment before it reads its
-// configuration, unless the user has set the variable (docs/ucx-in-go.md).
-var envDefaults = [][2]string{
-	// The Go runtime maps and unmaps memory with raw system calls that
-	// UCX's malloc/mmap hooks never see, so UCX's registration cache
-	// cannot be kept coherent by them; turn the hooks off and let UCX
-	// fall back to registering on demand.
-	{"UCX_MEM_EVENTS", "no"},
-	// No UCX error-signal handlers competing with the Go runtime's
-	// (effective where UCX reads it after process start).
-	{"UCX_HANDLE_ERRORS", "none"},
+// envDefaults are the settings applied to UCX's environment before it
+// reads its configuration, unless the user has set the variable
+// (docs/ucx-in-go.md).
+func envDefaults(oversubscribed bool) [][2]string {
+	d := [][2]string{
+		// The Go runtime maps and unmaps memory with raw system calls that
+		// UCX's malloc/mmap hooks never see, so UCX's registration cache
+		// cannot be kept coherent by them; turn the hooks off and let UCX
+		// fall back to registering on demand.
+		{"UCX_MEM_EVENTS", "no"},
+		// No UCX error-signal handlers competing with the Go runtime's
+		// (effective where UCX reads it after process start).
+		{"UCX_HANDLE_ERRORS", "none"},
+	}
+	if oversubscribed {
+		// With more ranks than cores a rendezvous waits for its receiver
+		// to be scheduled (it pulls the data) and its sender for the
+		// receiver's acknowledgement, while an eager message is copied out
+		// by the sender at once. 4 ranks on the 2-core machine, 3
+		// interleaved runs against UCX's own threshold: allgather 16 KiB
+		// 25-33 against 48-50 µs and 64 KiB 62-85 against 85-100, allreduce
+		// 64 KiB 40-64 against 81-108, reduce 64 KiB 14-20 against 19-34;
+		// alltoall 64 KiB lost (66-87 against 56-72), reduce 256 KiB too
+		// (62-71 against 47-63). docs/performance-host.md, session 5.
+		d = append(d, [2]string{"UCX_RNDV_THRESH", "131072"})
+	}
+	return d
 }
 
-func applyEnvDefaults() {
-	for _, kv := range envDefaults {
+func applyEnvDefaults(oversubscribed bool) {
+	for _, kv := range envDefaults(oversubscribed) {
 		if _, set := os.LookupEnv(kv[0]); !set {
 			os.Setenv(kv[0], kv[1])
 		}
@@ -85,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return nil, fmt.Errorf("ucx transport: rank %d of %d is invalid", cfg.Rank, cfg.Size)
 	}
-	applyEnvDefaults()
+	applyEnvDefaults(cfg.Oversubscribed)
 	t := &Transport{cfg: cfg, eps: make([]*ucxbind.Endpoint, cfg.Size), sleepMs: 5}
 	if cfg.SleepTimeout > 0 {
 		t.sleepMs = int(cfg.SleepTimeout / time.Millisecond)
