@@ -119,7 +119,9 @@ var catalog = []Algorithm{
 
 	{Kind: Alltoall, Name: "pairwise", Cost: "(p-1)α + (p-1)nβ (n per block)", build: alltoallPairwise},
 	{Kind: Alltoall, Name: "bruck", Cost: "⌈log2 p⌉α + ⌈log2 p⌉ p/2 nβ + local packing", build: alltoallBruck},
+	{Kind: Alltoall, Name: "linear", Cost: "α + (p-1)nβ, every message at once", build: alltoallLinear},
 	{Kind: Alltoallv, Name: "pairwise", Cost: "(p-1)α + Σn_i β", build: alltoallPairwise},
+	{Kind: Alltoallv, Name: "linear", Cost: "α + Σn_i β, every message at once", build: alltoallLinear},
 
 	{Kind: ReduceScatter, Name: "reduce_scatterv", Cost: "⌈log2 p⌉(α + nβ + nγ) + (p-1)α + nβ", build: reduceScatterReduceScatterv},
 	{Kind: ReduceScatter, Name: "ring", Commutative: true, Cost: "(p-1)(α + n/p β + n/p γ)", build: reduceScatterRing},
@@ -169,13 +171,16 @@ func must(k Kind, name string) Algorithm {
 // Size thresholds of Select, in bytes. They follow the α-β models: latency-
 // bound algorithms below, bandwidth-optimal ones above.
 const (
-	allreduceShort    = 16 << 10 // recursive doubling below
-	allreduceLong     = 4 << 20  // ring from here (rabenseifner between)
-	allreduceTwoRanks = 1 << 20  // 2 ranks: rabenseifner from here, recursive doubling below
-	allgatherShort    = 64 << 10 // total bytes: bruck / recursive doubling below, ring above
-	alltoallShort     = 256      // per-block bytes: bruck below (with ≥ 8 ranks)
-	bcastLong         = 128 << 10
-	reduceScatterBig  = 256 << 10 // total bytes: ring from here, pairwise below
+	allreduceShort = 16 << 10 // recursive doubling below
+	allreduceLong  = 4 << 20  // ring from here (rabenseifner between)
+	allgatherShort = 64 << 10 // total bytes: bruck / recursive doubling below, ring above
+	alltoallShort  = 256      // per-block bytes: bruck below (with ≥ 8 ranks)
+	// alltoallLinearRanks: up to this many ranks every alltoall message is
+	// posted at once (linear); pairwise above, where that many messages in
+	// flight would crowd the links.
+	alltoallLinearRanks = 7
+	bcastLong           = 128 << 10
+	reduceScatterBig    = 256 << 10 // total bytes: ring from here, pairwise below
 )
 
 // Select picks the algorithm for a collective of kind k on ranks ranks.
@@ -218,6 +223,13 @@ func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
 	case Alltoall:
 		if bytes <= alltoallShort && ranks >= 8 {
 			return must(k, "bruck")
+		}
+		if ranks <= alltoallLinearRanks {
+			return must(k, "linear")
+		}
+	case Alltoallv:
+		if ranks <= alltoallLinearRanks {
+			return must(k, "linear")
 		}
 	case ReduceScatter, ReduceScatterBlock:
 		if !commutative {

@@ -1,0 +1,35 @@
+package coll
+
+// Linear alltoall (and alltoallv).
+//
+// Every rank posts all its p-1 receives and p-1 sends in one round and
+// copies its own block meanwhile: one wait for everything, in whatever
+// order the peers get to it. Pairwise exchange makes p-1 rounds, each
+// waiting for one peer in turn; when ranks outnumber cores each of those
+// waits is a peer that has to be scheduled first, so one round of all
+// messages spends far less time waiting (4 ranks on 2 cores, 8 B blocks:
+// docs/performance-host.md, session 5). Every message is in flight at once,
+// so the links carry p-1 messages each way.
+//
+// Cost: α + (p-1) nβ with every message overlapped (n per block); the
+// choice for short blocks among few ranks.
+func alltoallLinear(b *builder) {
+	p, r := b.size, b.rank
+	send := b.sbuf
+	if b.inPlace {
+		send = b.alloc(b.rbuf.n)
+		b.copy(send, b.rbuf)
+		b.sync()
+	}
+	sblk := func(i int) ref { return b.block(send, b.sendCounts, b.sendDispls, i) }
+	rblk := func(i int) ref { return b.block(b.rbuf, b.counts, b.displs, i) }
+	for i := 1; i < p; i++ {
+		src := mod(r-i, p)
+		b.recv(rblk(src), src)
+	}
+	for i := 1; i < p; i++ {
+		dst := mod(r+i, p)
+		b.send(sblk(dst), dst)
+	}
+	b.copy(rblk(r), sblk(r))
+}
