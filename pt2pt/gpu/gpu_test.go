@@ -147,7 +147,11 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 		c := cfg
 		c.Device = func(o int) (cudadrv.Device, error) { return drv.Device(o) }
 		c.HostDevice = func() (cudadrv.Device, error) { return dev, nil }
-		tr := New(f.Transport(r), c)
+		var inner pt2pt.Transport = f.Transport(r)
+		if immediateInner {
+			inner = &immSender{Transport: inner}
+		}
+		tr := New(inner, c)
 		e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
 		j.ranks = append(j.ranks, &rank{r: r, c: e.World(), tr: tr, dev: dev})
 	}
@@ -184,6 +188,34 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 		k.tr.Close()
 	}
 	return j.ranks
+}
+
+// immediateInner makes runRanks wrap each rank's in-process transport in
+// an immSender, as UCX offers an immediate send.
+var immediateInner bool
+
+// immSender gives the in-process transport an immediate send for messages
+// of up to 64 bytes, the size UCX sends inline over shared memory here
+// (its sends complete at once: they copy the data).
+type immSender struct {
+	pt2pt.Transport
+	sent int
+}
+
+func (s *immSender) TrySend(dest int, m pt2pt.Mem, tag uint64) (bool, error) {
+	if m.Len > 64 {
+		return false, nil
+	}
+	op, err := s.Isend(dest, m, tag, false)
+	if err != nil {
+		return false, err
+	}
+	if !op.Done() {
+		return false, fmt.Errorf("immSender: in-process send not complete at once")
+	}
+	op.Release()
+	s.sent++
+	return true, nil
 }
 
 var kinds = map[string][2]pt2pt.MemKind{
@@ -264,6 +296,10 @@ func exchange(t *testing.T, k *rank, kk [2]pt2pt.MemKind, n, seed int, style str
 			_, err = r.Wait()
 			return err
 		case "send":
+			// As package mpi sends: inside the call first where possible.
+			if sent, err := c.TrySend(sb.m, 1, tag); sent || err != nil {
+				return err
+			}
 			return c.Send(sb.m, 1, tag, false)
 		default:
 			return c.Send(sb.m, 1, tag, true)
@@ -289,6 +325,75 @@ func exchange(t *testing.T, k *rank, kk [2]pt2pt.MemKind, n, seed int, style str
 			return fmt.Errorf("status %+v", st)
 		}
 		return rb.check(seed, n)
+	}
+}
+
+// TestCombinationsImmediate is TestCombinations over a wrapped transport
+// with an immediate send (as UCX has): short host messages leave through
+// the decorator's TrySend, and every combination still arrives whole.
+func TestCombinationsImmediate(t *testing.T) {
+	immediateInner = true
+	defer func() { immediateInner = false }()
+	for _, mode := range modes {
+		for name, kk := range kinds {
+			t.Run(fmt.Sprintf("%s/%s", mode, name), func(t *testing.T) {
+				runJob(t, 2, Config{Mode: mode}, func(k *rank) error { return exchangeAll(t, k, kk, sizes) })
+			})
+		}
+	}
+}
+
+// TestTrySendOrder: a short host message sent inside the call after a
+// device message to the same peer and tag still matches second, and
+// TrySend declines device memory.
+func TestTrySendOrder(t *testing.T) {
+	immediateInner = true
+	defer func() { immediateInner = false }()
+	for _, mode := range []Mode{ModeIPC, ModeStaged} {
+		t.Run(string(mode), func(t *testing.T) {
+			runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
+				dev := k.alloc(t, pt2pt.Device, 4096)
+				host := k.alloc(t, pt2pt.Host, 8)
+				defer dev.free()
+				defer host.free()
+				if k.r == 0 {
+					dev.fill(1)
+					host.fill(2)
+					if sent, err := k.c.TrySend(dev.m, 1, 9); sent || err != nil {
+						return fmt.Errorf("TrySend of device memory: sent %v, %v", sent, err)
+					}
+					r, err := k.c.Isend(dev.m, 1, 9, false)
+					if err != nil {
+						return err
+					}
+					if sent, err := k.c.TrySend(host.m, 1, 9); !sent || err != nil {
+						return fmt.Errorf("TrySend of 8 host bytes: sent %v, %v", sent, err)
+					}
+					if n := k.tr.inner.(*immSender).sent; n != 1 {
+						return fmt.Errorf("%d immediate sends through the wrapped transport, want 1", n)
+					}
+					_, err = r.Wait()
+					return err
+				}
+				st, err := k.c.Recv(dev.m, 0, 9)
+				if err != nil {
+					return err
+				}
+				if st.Bytes != 4096 {
+					return fmt.Errorf("first message: %d bytes, want the 4096-byte device message", st.Bytes)
+				}
+				if err := dev.check(1, 4096); err != nil {
+					return err
+				}
+				if st, err = k.c.Recv(host.m, 0, 9); err != nil {
+					return err
+				}
+				if st.Bytes != 8 {
+					return fmt.Errorf("second message: %d bytes, want 8", st.Bytes)
+				}
+				return host.check(2, 8)
+			})
+		})
 	}
 }
 
