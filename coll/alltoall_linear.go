@@ -15,14 +15,7 @@ package coll
 // choice for short blocks among few ranks.
 func alltoallLinear(b *builder) {
 	p, r := b.size, b.rank
-	send := b.sbuf
-	if b.inPlace {
-		send = b.alloc(b.rbuf.n)
-		b.copy(send, b.rbuf)
-		b.sync()
-	}
-	sblk := func(i int) ref { return b.block(send, b.sendCounts, b.sendDispls, i) }
-	rblk := func(i int) ref { return b.block(b.rbuf, b.counts, b.displs, i) }
+	sblk, rblk := alltoallBlocks(b)
 	for i := 1; i < p; i++ {
 		src := mod(r-i, p)
 		b.recv(rblk(src), src)

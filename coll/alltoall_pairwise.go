@@ -10,13 +10,7 @@ package coll
 // Cost: (p-1) α + Σ n_i β. The choice for long blocks.
 func alltoallPairwise(b *builder) {
 	p, r := b.size, b.rank
-	send := b.sbuf
-	if b.inPlace {
-		send = b.alloc(b.rbuf.n)
-		b.copy(send, b.rbuf)
-	}
-	sblk := func(i int) ref { return b.block(send, b.sendCounts, b.sendDispls, i) }
-	rblk := func(i int) ref { return b.block(b.rbuf, b.counts, b.displs, i) }
+	sblk, rblk := alltoallBlocks(b)
 	b.copy(rblk(r), sblk(r))
 	for i := 1; i < p; i++ {
 		b.sync()
@@ -24,4 +18,18 @@ func alltoallPairwise(b *builder) {
 		b.send(sblk(dst), dst)
 		b.recv(rblk(src), src)
 	}
+}
+
+// alltoallBlocks returns the block of the outgoing data for rank i and the
+// block of recv that receives rank i's data. In place, the outgoing data is
+// first copied to scratch (a local step before any message).
+func alltoallBlocks(b *builder) (sblk, rblk func(i int) ref) {
+	send := b.sbuf
+	if b.inPlace {
+		send = b.alloc(b.rbuf.n)
+		b.copy(send, b.rbuf)
+	}
+	sblk = func(i int) ref { return b.block(send, b.sendCounts, b.sendDispls, i) }
+	rblk = func(i int) ref { return b.block(b.rbuf, b.counts, b.displs, i) }
+	return sblk, rblk
 }
