@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"github.com/gompix/gompix/internal/spin"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -207,6 +208,7 @@ func Waitany(rs ...*Request) (int, Status, error) {
 }
 
 func waitanyPoll(rs []*Request) (int, Status, error) {
+	var yield spin.Yielder
 	for {
 		for i, r := range rs {
 			if r == nil || r.done {
@@ -216,7 +218,7 @@ func waitanyPoll(rs []*Request) (int, Status, error) {
 				return i, st, err
 			}
 		}
-		runtime.Gosched()
+		yield.Yield()
 	}
 }
 

@@ -2,7 +2,7 @@ package stream
 
 import (
 	"fmt"
-	"runtime"
+	"github.com/gompix/gompix/internal/spin"
 	"sync"
 	"time"
 
@@ -104,8 +104,8 @@ func (e *Engine) remove(q *Queue) {
 // loop is the progress goroutine. Each round polls every queue once; it
 // never blocks on one operation, so no queue's unresolved operations can
 // hold up another's. With nothing pending it parks until an enqueue; with
-// operations pending but none advancing it spins (yielding the processor)
-// for Config.Spin, then sleeps in doubling steps up to Config.MaxSleep, so
+// operations pending but none advancing it spins for Config.Spin (stepping
+// aside for other goroutines as package spin rations it), then sleeps in doubling steps up to Config.MaxSleep, so
 // that an idle wait for a long kernel does not burn a core.
 func (e *Engine) loop() {
 	defer close(e.done)
@@ -115,6 +115,7 @@ func (e *Engine) loop() {
 	sleep := minSleep
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var yield spin.Yielder
 	for {
 		e.mu.Lock()
 		qs = append(qs[:0], e.queues...)
@@ -137,7 +138,7 @@ func (e *Engine) loop() {
 			}
 			last, sleep = time.Now(), minSleep
 		case time.Since(last) < e.cfg.Spin:
-			runtime.Gosched()
+			yield.Yield() // rationed: Gosched wakes idle Ps (package spin)
 		default:
 			timer.Reset(sleep)
 			select {

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"github.com/gompix/gompix/internal/spin"
 	"runtime"
 	"sync/atomic"
 
@@ -89,6 +90,7 @@ func (q *directReq) Test() (bool, error) {
 // it in the queue).
 func (q *directReq) Wait() error {
 	d := q.d
+	var yield spin.Yielder
 	for {
 		d.pump()
 		d.mu.Lock()
@@ -98,7 +100,7 @@ func (q *directReq) Wait() error {
 			break
 		}
 		if !enq {
-			runtime.Gosched()
+			yield.Yield()
 			continue
 		}
 		if q.mode == modeFused && q.spinFused() {
@@ -135,12 +137,13 @@ func (q *directReq) fusedDone() bool {
 // return. It gives up (false) after about a hundred microseconds, leaving
 // the wait to the driver, which also reports a failed launch.
 func (q *directReq) spinFused() bool {
+	var yield spin.Yielder
 	for i := 0; i < 1<<16; i++ {
 		if q.fusedDone() {
 			return true
 		}
 		if i&1023 == 1023 {
-			runtime.Gosched()
+			yield.Yield()
 		}
 	}
 	return false

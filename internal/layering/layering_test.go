@@ -13,17 +13,17 @@ import (
 const module = "github.com/gompix/gompix"
 
 // allowed maps a package (or a package tree, by prefix) to the gompix
-// packages it may import. Longest matching key wins. internal/dtype and
-// internal/config are leaves every layer may use.
+// packages it may import. Longest matching key wins. internal/dtype,
+// internal/config and internal/spin are leaves every layer may use.
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
 	"cmd/gompix":       {"osu", "mpi", "launcher", "internal/", "coll", "pt2pt", "ucxbind", "kernels"},
 	"osu":              {"mpi"},
 	"examples":         {"mpi"},
 	"mpi":              {"stream", "coll", "pt2pt", "internal/", "kernels"},
-	"stream":           {"coll", "pt2pt", "internal/cudadrv", "kernels", "internal/dtype", "internal/config"},
+	"stream":           {"coll", "pt2pt", "internal/cudadrv", "kernels", "internal/dtype", "internal/config", "internal/spin"},
 	"coll":             {"pt2pt", "kernels", "internal/dtype", "internal/config", "coll"},
-	"coll/gpu":         {"coll", "kernels", "internal/cudadrv", "internal/dtype", "internal/config"},
+	"coll/gpu":         {"coll", "kernels", "internal/cudadrv", "internal/dtype", "internal/config", "internal/spin"},
 	"pt2pt":            {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":     {"pt2pt"},
 	"pt2pt/gpu":        {"pt2pt", "internal/cudadrv", "internal/config"},
@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"ucxbind":          {},
 	"internal/dtype":   {},
 	"internal/config":  {},
+	"internal/spin":    {},
 }
 
 // cgoAllowed are the only packages that may say import "C".
