@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/spin"
 	"github.com/gompix/gompix/pt2pt"
 )
 
@@ -50,12 +51,14 @@ type Queue struct {
 	issueMu sync.Mutex
 
 	mu        sync.Mutex
-	space     *sync.Cond // an operation left ops, or the queue closed
-	seq       uint32     // last sequence number issued
-	ops       []*entry   // issued, not released, in sequence order
-	active    int        // started nonblocking operations not yet complete
-	enqueuing int        // enqueuers between their closed check and their return
-	err       error      // first operation error not yet taken (TakeErr)
+	space     *sync.Cond   // an operation left ops, or the queue closed
+	seq       uint32       // last sequence number issued
+	ops       []*entry     // issued, not released, in sequence order
+	nops      atomic.Int32 // len(ops), for spinForSpace without q.mu
+	isClosed  atomic.Bool  // closed, for spinForSpace without q.mu
+	active    int          // started nonblocking operations not yet complete
+	enqueuing int          // enqueuers between their closed check and their return
+	err       error        // first operation error not yet taken (TakeErr)
 	closed    bool
 	fullWaits uint64
 
@@ -192,6 +195,9 @@ func (q *Queue) Enqueue(op Op) error {
 	q.mu.Lock()
 	if len(q.ops) >= q.depth {
 		q.fullWaits++
+		q.mu.Unlock()
+		q.spinForSpace()
+		q.mu.Lock()
 		for len(q.ops) >= q.depth {
 			q.space.Wait()
 		}
@@ -231,9 +237,31 @@ func (q *Queue) Enqueue(op Op) error {
 	q.mu.Lock()
 	q.seq = seq
 	q.ops = append(q.ops, ent)
+	q.nops.Store(int32(len(q.ops)))
 	q.mu.Unlock()
 	q.e.poke()
 	return werr
+}
+
+// fullSpin is how long an enqueuer on a full queue polls for a free slot
+// before it sleeps on q.space.
+const fullSpin = 200 * time.Microsecond
+
+// spinForSpace polls (without q.mu) for up to fullSpin until the queue has
+// room. An enqueuer that runs ahead of its stream finds it full at every
+// enqueue once it is; sleeping on q.space then makes every release a
+// futex wake-up in the progress goroutine, on its way to the next
+// operation, and the enqueuer's wake-up a thread switch. A slot frees about
+// once per operation (tens of microseconds in an exchange loop), so a short
+// poll usually sees it. q.mu not held.
+func (q *Queue) spinForSpace() {
+	var yield spin.Yielder
+	for t0 := time.Now(); time.Since(t0) < fullSpin; {
+		if int(q.nops.Load()) < q.depth || q.isClosed.Load() {
+			return
+		}
+		yield.Yield()
+	}
 }
 
 // write issues "reached = seq" on the stream.
@@ -336,6 +364,7 @@ func (q *Queue) progress() (progressed, pending bool) {
 		copy(q.ops, q.ops[1:])
 		q.ops[len(q.ops)-1] = nil
 		q.ops = q.ops[:len(q.ops)-1]
+		q.nops.Store(int32(len(q.ops)))
 		q.space.Broadcast()
 		q.mu.Unlock()
 		if !finished {
@@ -380,6 +409,7 @@ func (q *Queue) Close() error {
 			Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", max(n, 1))}
 	}
 	q.closed = true
+	q.isClosed.Store(true)
 	q.space.Broadcast()
 	q.mu.Unlock()
 	q.e.remove(q)
