@@ -36,8 +36,8 @@ var (
 	procsAt atomic.Int64 // when procs was read, since start; 0: never
 )
 
-// now is the monotonic time since start.
-func now() int64 { return int64(time.Since(start)) + 1 }
+// now is the monotonic time since start (never 0); a variable for tests.
+var now = func() int64 { return int64(time.Since(start)) + 1 }
 
 // oneProc reports whether GOMAXPROCS is 1, from a value at most procsEvery
 // old.

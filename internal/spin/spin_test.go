@@ -3,34 +3,34 @@ package spin
 import (
 	"runtime"
 	"testing"
-	"time"
 )
 
 // TestYieldRationed: with more than one P a Yielder steps aside at most
-// once per Interval; with one P, every time.
+// once per Interval; with one P, every time. The clock is the test's.
 func TestYieldRationed(t *testing.T) {
 	old := runtime.GOMAXPROCS(2)
 	defer runtime.GOMAXPROCS(old)
+	clock := int64(1)
+	defer func(f func() int64) { now = f }(now)
+	now = func() int64 { return clock }
 	procsAt.Store(0) // forget the cached GOMAXPROCS
+
 	var y Yielder
+	clock = int64(Interval) // the first call is an Interval after time 0
 	if !y.Yield() {
 		t.Fatal("first Yield did not step aside")
 	}
-	n := 0
-	for i := 0; i < 1000; i++ {
+	for i := 0; i < 100; i++ {
+		clock += int64(Interval) / 200 // 100 calls within half an Interval
 		if y.Yield() {
-			n++
+			t.Fatalf("call %d, %v after the last step aside, stepped aside again with 2 Ps", i, clock)
 		}
 	}
-	// 1000 calls take far less than Interval; a slow machine might cross
-	// it once.
-	if n > 1 {
-		t.Errorf("%d of 1000 back-to-back Yields stepped aside with 2 Ps, want at most 1", n)
-	}
-	time.Sleep(2 * Interval)
+	clock += int64(Interval)
 	if !y.Yield() {
-		t.Error("Yield after 2 × Interval did not step aside")
+		t.Error("Yield an Interval later did not step aside")
 	}
+
 	runtime.GOMAXPROCS(1)
 	procsAt.Store(0)
 	for i := 0; i < 10; i++ {
