@@ -17,7 +17,12 @@ var (
 		"how long the stream progress goroutine polls flags without sleeping after its last progress")
 	cfgMaxSleep = config.NewDuration("GOMPIX_STREAM_SLEEP", 200*time.Microsecond,
 		"longest single sleep of the stream progress goroutine while operations are pending (it doubles from 10us up to this)")
+	cfgFullSpin = config.NewDuration("GOMPIX_STREAM_FULL_SPIN", defaultFullSpin,
+		"how long an enqueue on a full stream polls for a free slot before it sleeps (0: sleep at once, sparing the CPU; polling spares the progress goroutine a wake-up per released operation)")
 )
+
+// defaultFullSpin is GOMPIX_STREAM_FULL_SPIN's default.
+const defaultFullSpin = 200 * time.Microsecond
 
 // Signal is how a stream writes its "reached" flag and waits for its "go"
 // flag.
@@ -70,6 +75,9 @@ type Config struct {
 	// MaxSleep caps one sleep of the progress goroutine while operations
 	// are pending.
 	MaxSleep time.Duration
+	// FullSpin is how long an enqueue on a full queue polls for a free
+	// slot before it sleeps; negative: it sleeps at once.
+	FullSpin time.Duration
 }
 
 // FromEnv reads the GOMPIX_STREAM_* variables; a malformed one is an error
@@ -92,6 +100,12 @@ func FromEnv() (Config, error) {
 	if c.MaxSleep, err = cfgMaxSleep.Get(); err != nil {
 		return c, err
 	}
+	if c.FullSpin, err = cfgFullSpin.Get(); err != nil {
+		return c, err
+	}
+	if c.FullSpin == 0 {
+		c.FullSpin = -1 // "0": sleep at once (a zero Config field means the default)
+	}
 	return c, nil
 }
 
@@ -104,6 +118,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSleep <= 0 {
 		c.MaxSleep = 200 * time.Microsecond
+	}
+	if c.FullSpin == 0 {
+		c.FullSpin = defaultFullSpin
 	}
 	return c
 }

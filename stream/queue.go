@@ -243,11 +243,7 @@ func (q *Queue) Enqueue(op Op) error {
 	return werr
 }
 
-// fullSpin is how long an enqueuer on a full queue polls for a free slot
-// before it sleeps on q.space.
-const fullSpin = 200 * time.Microsecond
-
-// spinForSpace polls (without q.mu) for up to fullSpin until the queue has
+// spinForSpace polls (without q.mu) for up to Config.FullSpin until the queue has
 // room. An enqueuer that runs ahead of its stream finds it full at every
 // enqueue once it is; sleeping on q.space then makes every release a
 // futex wake-up in the progress goroutine, on its way to the next
@@ -256,7 +252,7 @@ const fullSpin = 200 * time.Microsecond
 // poll usually sees it. q.mu not held.
 func (q *Queue) spinForSpace() {
 	var yield spin.Yielder
-	for t0 := time.Now(); time.Since(t0) < fullSpin; {
+	for t0 := time.Now(); time.Since(t0) < q.e.cfg.FullSpin; {
 		if int(q.nops.Load()) < q.depth || q.isClosed.Load() {
 			return
 		}

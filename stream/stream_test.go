@@ -545,3 +545,42 @@ func TestStats(t *testing.T) {
 		t.Fatalf("stats report %q", got)
 	}
 }
+
+// TestFullSpin: GOMPIX_STREAM_FULL_SPIN parses (0 turns the poll off), and
+// an enqueuer on a full queue polls no longer than configured, leaving as
+// soon as a slot frees.
+func TestFullSpin(t *testing.T) {
+	t.Setenv("GOMPIX_STREAM_FULL_SPIN", "0")
+	if c, err := FromEnv(); err != nil || c.FullSpin >= 0 {
+		t.Fatalf("GOMPIX_STREAM_FULL_SPIN=0: FullSpin %v, %v; want negative (off)", c.FullSpin, err)
+	}
+	t.Setenv("GOMPIX_STREAM_FULL_SPIN", "soon")
+	if _, err := FromEnv(); err == nil {
+		t.Fatal("GOMPIX_STREAM_FULL_SPIN=soon: no error")
+	}
+	if c := (Config{}).withDefaults(); c.FullSpin != defaultFullSpin {
+		t.Fatalf("default FullSpin %v, want %v", c.FullSpin, defaultFullSpin)
+	}
+	full := func(spin time.Duration) *Queue {
+		q := &Queue{e: &Engine{cfg: Config{FullSpin: spin}}, depth: 1}
+		q.nops.Store(1)
+		return q
+	}
+	t0 := time.Now()
+	full(-1).spinForSpace()
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("poll off: spinForSpace took %v", d)
+	}
+	t0 = time.Now()
+	full(20 * time.Millisecond).spinForSpace()
+	if d := time.Since(t0); d < 20*time.Millisecond {
+		t.Errorf("full queue: spinForSpace returned after %v, before its 20ms", d)
+	}
+	q := full(10 * time.Second)
+	go func() { time.Sleep(10 * time.Millisecond); q.nops.Store(0) }()
+	t0 = time.Now()
+	q.spinForSpace()
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("a slot freed after 10ms, spinForSpace returned after %v", d)
+	}
+}
