@@ -477,15 +477,15 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 	}
 	c.e.passScheduler()
 	t, mask := matchTag(ctx, src, tag)
-	op, ok, err := c.e.ir.TryRecv(m, t, mask)
+	res, ok, err := c.e.ir.TryRecv(m, t, mask)
 	if err != nil {
 		return Status{}, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
 	if !ok {
 		return Status{}, false, nil
 	}
-	r := Request{op: op, comm: c, recv: true, bufLen: m.Len}
-	r.finish()
+	r := Request{comm: c, recv: true, bufLen: m.Len}
+	r.complete(res)
 	return r.status, true, r.err
 }
 
@@ -604,6 +604,11 @@ func (r *Request) finish() {
 	res := r.op.Result()
 	r.op.Release()
 	r.op = nil
+	r.complete(res)
+}
+
+// complete records the outcome of r's operation.
+func (r *Request) complete(res Result) {
 	r.done = true
 	if r.recv {
 		_, src, tag := unpackTag(res.Tag)

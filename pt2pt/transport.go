@@ -115,10 +115,10 @@ type ImmediateSender interface {
 
 // ImmediateReceiver is implemented by transports that can receive a
 // message that is there or arrives within a short poll entirely inside one
-// call. TryRecv returns a done Op when it received one; when it reports
-// false, nothing was left posted. Either way the transport keeps no
-// reference to m afterwards, so a blocking receive served this way needs no
-// pinned Go memory.
+// call. TryRecv returns the received message's Result when it received one
+// (no Op: nothing is left to release); when it reports false, nothing was
+// left posted. Either way the transport keeps no reference to m afterwards,
+// so a blocking receive served this way needs no pinned Go memory.
 type ImmediateReceiver interface {
-	TryRecv(m Mem, tag, mask uint64) (Op, bool, error)
+	TryRecv(m Mem, tag, mask uint64) (Result, bool, error)
 }

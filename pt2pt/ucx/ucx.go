@@ -81,6 +81,16 @@ func applyEnvDefaults(oversubscribed bool) {
 	}
 }
 
+// The optional capabilities pt2pt looks for (a method whose signature
+// drifted would silently drop one).
+var (
+	_ pt2pt.Transport         = (*Transport)(nil)
+	_ pt2pt.FocusedProgresser = (*Transport)(nil)
+	_ pt2pt.BlockingReceiver  = (*Transport)(nil)
+	_ pt2pt.ImmediateSender   = (*Transport)(nil)
+	_ pt2pt.ImmediateReceiver = (*Transport)(nil)
+)
+
 // Transport is the UCX transport of one process.
 type Transport struct {
 	cfg Config
@@ -205,8 +215,11 @@ func (sentOp) Result() pt2pt.Result { return pt2pt.Result{} }
 func (sentOp) Cancel()              {}
 func (sentOp) Release()             {}
 
-func (o *op) Result() pt2pt.Result {
-	st, tag, n := o.req.Result()
+func (o *op) Result() pt2pt.Result { return result(&o.req) }
+
+// result is a completed request's outcome.
+func result(req *ucxbind.Request) pt2pt.Result {
+	st, tag, n := req.Result()
 	res := pt2pt.Result{Tag: tag, Len: int(n)}
 	switch st {
 	case ucxbind.StatusOK:
@@ -216,7 +229,7 @@ func (o *op) Result() pt2pt.Result {
 		res.Cancelled = true
 		res.Len = 0
 	default:
-		res.Err = o.req.Err("tag operation")
+		res.Err = req.Err("tag operation")
 	}
 	return res
 }
@@ -306,18 +319,23 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // leaving nothing posted otherwise (pt2pt.ImmediateReceiver). The poll is
 // about one round trip between ranks of a node; a longer wait goes on in
 // the ordinary blocking receive, which lets go of the lock between rounds.
-func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, bool, error) {
+func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return nil, false, fmt.Errorf("ucx transport closed")
+		return pt2pt.Result{}, false, fmt.Errorf("ucx transport closed")
 	}
 	req, ok, err := t.w.RecvNow(m.Ptr, m.Len, tag, mask, hint(m), 128)
+	var res pt2pt.Result
+	if ok {
+		res = result(&req)
+		t.w.Release(&req) // a no-op unless UCP request memory is held
+	}
 	t.mu.Unlock()
 	if !ok {
-		return nil, false, err
+		return pt2pt.Result{}, false, err
 	}
-	return newOp(t, req), true, nil
+	return res, true, nil
 }
 
 func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
