@@ -23,24 +23,43 @@ func (s *small) mem(n int) unsafe.Pointer { return unsafe.Pointer(&s.b[0]) }
 
 // smallPool recycles smalls. Not a sync.Pool: a pinned object must be
 // unpinned before it is dropped.
+//
+// It also keeps every small it has handed out reachable until it comes
+// back (live): a runtime.Pinner collected while it still pins panics the
+// process from its finalizer, so a small whose holder is abandoned (an op
+// the application never completes or frees, one still in flight at Close)
+// must never be collected pinned. At drain, smalls still out move to
+// abandoned, a process-wide registry that keeps them (120 bytes each)
+// until they come back, when they are unpinned.
 type smallPool struct {
-	mu   sync.Mutex
-	free []*small
+	mu     sync.Mutex
+	free   []*small
+	live   map[*small]struct{}
+	closed bool
 }
 
 const maxFreeSmall = 4096
 
+var abandoned struct {
+	mu sync.Mutex
+	m  map[*small]struct{}
+}
+
 func (p *smallPool) get() *small {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	var s *small
 	if n := len(p.free); n > 0 {
-		s := p.free[n-1]
+		s = p.free[n-1]
 		p.free = p.free[:n-1]
-		p.mu.Unlock()
-		return s
+	} else {
+		s = &small{b: new([descSize]byte)}
+		s.pin.Pin(s.b)
 	}
-	p.mu.Unlock()
-	s := &small{b: new([descSize]byte)}
-	s.pin.Pin(s.b)
+	if p.live == nil {
+		p.live = map[*small]struct{}{}
+	}
+	p.live[s] = struct{}{}
 	return s
 }
 
@@ -49,7 +68,17 @@ func (p *smallPool) put(s *small) {
 		return
 	}
 	p.mu.Lock()
-	if len(p.free) < maxFreeSmall {
+	if _, ok := p.live[s]; !ok {
+		// Handed out before drain: it is in the abandoned registry.
+		p.mu.Unlock()
+		abandoned.mu.Lock()
+		delete(abandoned.m, s)
+		abandoned.mu.Unlock()
+		s.pin.Unpin()
+		return
+	}
+	delete(p.live, s)
+	if !p.closed && len(p.free) < maxFreeSmall {
 		p.free = append(p.free, s)
 		s = nil
 	}
@@ -59,13 +88,25 @@ func (p *smallPool) put(s *small) {
 	}
 }
 
+// drain unpins the free smalls and hands those still out to the abandoned
+// registry; the pool keeps working (unpinning what comes back).
 func (p *smallPool) drain() {
 	p.mu.Lock()
-	free := p.free
-	p.free = nil
+	free, live := p.free, p.live
+	p.free, p.live, p.closed = nil, nil, true
 	p.mu.Unlock()
 	for _, s := range free {
 		s.pin.Unpin()
+	}
+	if len(live) > 0 {
+		abandoned.mu.Lock()
+		if abandoned.m == nil {
+			abandoned.m = map[*small]struct{}{}
+		}
+		for s := range live {
+			abandoned.m[s] = struct{}{}
+		}
+		abandoned.mu.Unlock()
 	}
 }
 
