@@ -17,6 +17,7 @@ import (
 type small struct {
 	b   *[descSize]byte
 	pin runtime.Pinner
+	idx int // in smallPool.all
 }
 
 func (s *small) mem(n int) unsafe.Pointer { return unsafe.Pointer(&s.b[0]) }
@@ -24,17 +25,17 @@ func (s *small) mem(n int) unsafe.Pointer { return unsafe.Pointer(&s.b[0]) }
 // smallPool recycles smalls. Not a sync.Pool: a pinned object must be
 // unpinned before it is dropped.
 //
-// It also keeps every small it has handed out reachable until it comes
-// back (live): a runtime.Pinner collected while it still pins panics the
+// It also keeps every pinned small it made reachable (all) until the small
+// is unpinned: a runtime.Pinner collected while it still pins panics the
 // process from its finalizer, so a small whose holder is abandoned (an op
 // the application never completes or frees, one still in flight at Close)
-// must never be collected pinned. At drain, smalls still out move to
+// must never be collected pinned. At drain, the smalls still out move to
 // abandoned, a process-wide registry that keeps them (120 bytes each)
 // until they come back, when they are unpinned.
 type smallPool struct {
 	mu     sync.Mutex
 	free   []*small
-	live   map[*small]struct{}
+	all    []*small // every pinned small of this pool, free or out
 	closed bool
 }
 
@@ -48,18 +49,14 @@ var abandoned struct {
 func (p *smallPool) get() *small {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var s *small
 	if n := len(p.free); n > 0 {
-		s = p.free[n-1]
+		s := p.free[n-1]
 		p.free = p.free[:n-1]
-	} else {
-		s = &small{b: new([descSize]byte)}
-		s.pin.Pin(s.b)
+		return s
 	}
-	if p.live == nil {
-		p.live = map[*small]struct{}{}
-	}
-	p.live[s] = struct{}{}
+	s := &small{b: new([descSize]byte), idx: len(p.all)}
+	s.pin.Pin(s.b)
+	p.all = append(p.all, s)
 	return s
 }
 
@@ -68,7 +65,7 @@ func (p *smallPool) put(s *small) {
 		return
 	}
 	p.mu.Lock()
-	if _, ok := p.live[s]; !ok {
+	if p.closed {
 		// Handed out before drain: it is in the abandoned registry.
 		p.mu.Unlock()
 		abandoned.mu.Lock()
@@ -77,33 +74,42 @@ func (p *smallPool) put(s *small) {
 		s.pin.Unpin()
 		return
 	}
-	delete(p.live, s)
-	if !p.closed && len(p.free) < maxFreeSmall {
+	if len(p.free) < maxFreeSmall {
 		p.free = append(p.free, s)
-		s = nil
+		p.mu.Unlock()
+		return
 	}
+	p.forgetLocked(s)
 	p.mu.Unlock()
-	if s != nil {
-		s.pin.Unpin()
-	}
+	s.pin.Unpin()
+}
+
+// forgetLocked takes s out of all. p.mu held.
+func (p *smallPool) forgetLocked(s *small) {
+	last := len(p.all) - 1
+	p.all[s.idx] = p.all[last]
+	p.all[s.idx].idx = s.idx
+	p.all[last] = nil
+	p.all = p.all[:last]
 }
 
 // drain unpins the free smalls and hands those still out to the abandoned
-// registry; the pool keeps working (unpinning what comes back).
+// registry; a small that comes back later is unpinned then.
 func (p *smallPool) drain() {
 	p.mu.Lock()
-	free, live := p.free, p.live
-	p.free, p.live, p.closed = nil, nil, true
-	p.mu.Unlock()
-	for _, s := range free {
+	for _, s := range p.free {
+		p.forgetLocked(s)
 		s.pin.Unpin()
 	}
-	if len(live) > 0 {
+	out := p.all
+	p.free, p.all, p.closed = nil, nil, true
+	p.mu.Unlock()
+	if len(out) > 0 {
 		abandoned.mu.Lock()
 		if abandoned.m == nil {
 			abandoned.m = map[*small]struct{}{}
 		}
-		for s := range live {
+		for _, s := range out {
 			abandoned.m[s] = struct{}{}
 		}
 		abandoned.mu.Unlock()
