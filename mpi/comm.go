@@ -2,11 +2,11 @@ package mpi
 
 import (
 	"fmt"
-	"github.com/gompix/gompix/internal/spin"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	"github.com/gompix/gompix/internal/spin"
 	"github.com/gompix/gompix/pt2pt"
 )
 

@@ -68,7 +68,8 @@ var schedulerInterval = int64(2 * time.Millisecond)
 // 2-core machine: 8-byte ping-pong blocks of 1.2–2 µs per message amid
 // 0.42 µs ones). Passing more often costs too: runtime.Gosched wakes an idle
 // P's thread (wakep), which then runs on a core a polling rank needs, so
-// the pass is rationed by time, not done every few rounds.
+// the pass is rationed by time, not done every few rounds (as
+// internal/spin rations the GPU-side polling loops, at a finer interval).
 func (e *Engine) passScheduler() {
 	if e.ops.Add(1)%schedulerCheckEvery == 0 {
 		e.passSchedulerNow()
@@ -463,10 +464,7 @@ func (c *Comm) TryRecvColl(m Mem, src, tag int) (Status, bool, error) {
 }
 
 func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bool, error) {
-	if err := c.checkRecvArgs(name, src, tag); err != nil {
-		return Status{}, false, err
-	}
-	if err := c.checkMem(name, m); err != nil {
+	if err := c.CheckRecv(name, m, src, tag); err != nil {
 		return Status{}, false, err
 	}
 	if src == ProcNull {
@@ -490,8 +488,9 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 }
 
 // CheckRecv reports the error a receive into m from src with tag would
-// fail with before starting anything (nil when it would start): package mpi
-// checks a Sendrecv's receive before its send leaves.
+// fail with before starting anything (nil when it would start): every
+// receive path checks this way, and package mpi checks a Sendrecv's receive
+// before its send leaves.
 func (c *Comm) CheckRecv(name string, m Mem, src, tag int) error {
 	if err := c.checkRecvArgs(name, src, tag); err != nil {
 		return err
@@ -531,10 +530,7 @@ func (c *Comm) irecv(m Mem, src, tag int, ctx uint32, name string) (*Request, er
 // blocking receive lets the transport poll for the message in the same
 // step when it can (BlockingReceiver).
 func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string, blocking bool) (Request, error) {
-	if err := c.checkRecvArgs(name, src, tag); err != nil {
-		return Request{}, err
-	}
-	if err := c.checkMem(name, m); err != nil {
+	if err := c.CheckRecv(name, m, src, tag); err != nil {
 		return Request{}, err
 	}
 	if src == ProcNull {

@@ -13,6 +13,11 @@
 // time when GOMAXPROCS is 1, where stepping aside is the only way another
 // goroutine runs and wakes nobody.
 //
+// pt2pt's Engine keeps a coarser ration of its own (passScheduler: one
+// pass every 2 ms per engine, counted across operations), which serves a
+// different end: keeping the runtime's monitor from preempting a polling
+// goroutine inside a C call.
+//
 // Layer: a leaf (standard library only).
 package spin
 
