@@ -386,8 +386,8 @@ func (c *Comm) postSend(m Mem, dest, tag int, sync bool, ctx uint32, name string
 	if dest == ProcNull {
 		return Request{comm: c, done: true, status: Status{Source: ProcNull, Tag: AnyTag}}, nil
 	}
-	c.e.passScheduler()
 	op, err := c.e.t.Isend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag), sync)
+	c.e.passScheduler() // after the send: its message is on its way meanwhile
 	if err != nil {
 		return Request{}, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
@@ -431,8 +431,10 @@ func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (bool, err
 	if c.e.imm == nil || m.Kind != Host {
 		return false, nil
 	}
-	c.e.passScheduler()
 	sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
+	// The pass comes after the send, off the path a reply waits on (a
+	// receive's comes before it: the receiver is about to wait anyway).
+	c.e.passScheduler()
 	if err != nil {
 		return false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
