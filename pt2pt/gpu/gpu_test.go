@@ -196,10 +196,34 @@ var immediateInner bool
 
 // immSender gives the in-process transport an immediate send for messages
 // of up to 64 bytes, the size UCX sends inline over shared memory here
-// (its sends complete at once: they copy the data).
+// (its sends complete at once: they copy the data), and an immediate
+// receive as UCX's: a short poll, nothing left posted.
 type immSender struct {
 	pt2pt.Transport
-	sent int
+	sent, received int
+}
+
+func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+	op, err := s.Irecv(m, tag, mask)
+	if err != nil {
+		return pt2pt.Result{}, false, err
+	}
+	for i := 0; i < 64 && !op.Done(); i++ {
+		s.Progress()
+	}
+	if !op.Done() {
+		op.Cancel() // an unmatched receive completes cancelled
+	}
+	for !op.Done() {
+		s.Progress()
+	}
+	res := op.Result()
+	op.Release()
+	if res.Cancelled {
+		return pt2pt.Result{}, false, nil
+	}
+	s.received++
+	return res, true, nil
 }
 
 func (s *immSender) TrySend(dest int, m pt2pt.Mem, tag uint64) (bool, error) {
@@ -310,7 +334,12 @@ func exchange(t *testing.T, k *rank, kk [2]pt2pt.MemKind, n, seed int, style str
 		var st pt2pt.Status
 		var err error
 		if style == "send" {
-			st, err = c.Recv(rb.m, 0, tag)
+			// As package mpi receives: inside the call first where
+			// possible.
+			var ok bool
+			if st, ok, err = c.TryRecv(rb.m, 0, tag); !ok && err == nil {
+				st, err = c.Recv(rb.m, 0, tag)
+			}
 		} else {
 			r, e := c.Irecv(rb.m, 0, tag)
 			if e != nil {
@@ -395,6 +424,132 @@ func TestTrySendOrder(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTryRecv: the decorator's immediate receive takes short host messages
+// through the wrapped transport's (shorter and longer than a descriptor,
+// truncated), and a device sender's descriptor that it matches goes to the
+// stash, with the receive buffer as it was, for the ordinary receive that
+// follows: that one gets the data, in order, and no byte beyond it changes.
+func TestTryRecv(t *testing.T) {
+	immediateInner = true
+	defer func() { immediateInner = false }()
+	for _, mode := range []Mode{ModeIPC, ModeStaged, ModeAuto} {
+		t.Run(string(mode), func(t *testing.T) {
+			runJob(t, 2, Config{Mode: mode}, func(k *rank) error {
+				if k.r == 0 {
+					return tryRecvSender(t, k)
+				}
+				return tryRecvReceiver(t, k, mode)
+			})
+		})
+	}
+}
+
+// tryRecvSender sends, to tag 20+i, host messages of 8 and descSize+8
+// bytes, 64 bytes for an 8-byte buffer, then 8 and 4000 device bytes.
+func tryRecvSender(t *testing.T, k *rank) error {
+	for i, c := range []struct {
+		kind pt2pt.MemKind
+		n    int
+	}{{pt2pt.Host, 8}, {pt2pt.Host, descSize + 8}, {pt2pt.Host, 64}, {pt2pt.Device, 8}, {pt2pt.Device, 4000}} {
+		b := k.alloc(t, c.kind, c.n)
+		b.fill(i)
+		err := k.c.Send(b.m, 1, 20+i, false)
+		b.free()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func tryRecvReceiver(t *testing.T, k *rank, mode Mode) error {
+	imm := k.tr.inner.(*immSender)
+	// Host messages: received inside the call, whole.
+	for i, n := range []int{8, descSize + 8} {
+		b := k.alloc(t, pt2pt.Host, n)
+		st, ok, err := k.c.TryRecv(b.m, 0, 20+i)
+		for !ok && err == nil { // not there yet: poll again
+			st, ok, err = k.c.TryRecv(b.m, 0, 20+i)
+		}
+		if err != nil {
+			return err
+		}
+		if st.Bytes != n {
+			return fmt.Errorf("host message %d: %d bytes, want %d", i, st.Bytes, n)
+		}
+		if err := b.check(i, n); err != nil {
+			return fmt.Errorf("host message %d: %w", i, err)
+		}
+	}
+	// 64 bytes into 8: truncated, the real size reported, nothing beyond
+	// the buffer written.
+	small := k.alloc(t, pt2pt.Host, 8)
+	var err error
+	ok := false
+	for !ok && err == nil {
+		_, ok, err = k.c.TryRecv(small.m, 0, 22)
+	}
+	if !errors.Is(err, pt2pt.ErrTruncate) {
+		return fmt.Errorf("64 bytes into 8: %v, want ErrTruncate", err)
+	}
+	if got := small.all(); !bytes.Equal(got[:8], pattern(2, 64)[:8]) || !bytes.Equal(got[8:], bytes.Repeat([]byte{0xee}, guard)) {
+		return fmt.Errorf("64 bytes into 8: buffer %x", got)
+	}
+	// Device messages into host buffers larger than a descriptor, each
+	// waited for in the wrapped transport first. A descriptor (IPC sends
+	// 4000 device bytes by one): TryRecv reports nothing, stashes it and
+	// leaves the buffer as it was; Recv then delivers the data. Plain data
+	// (a staged device send): TryRecv receives it.
+	descs := 0
+	for i, n := range []int{8, 4000} {
+		tag := 23 + i
+		b := k.alloc(t, pt2pt.Host, 4096)
+		var mt uint64
+		for found := false; !found; {
+			if mt, _, found, err = k.tr.inner.Iprobe(0, 0); err != nil {
+				return err
+			}
+		}
+		isDesc := mt&pt2pt.DescriptorBit != 0
+		before := imm.received
+		st, ok, err := k.c.TryRecv(b.m, 0, tag)
+		if err != nil {
+			return err
+		}
+		if imm.received != before+1 {
+			return fmt.Errorf("device message %d B: %d immediate receives in the wrapped transport, want 1", n, imm.received-before)
+		}
+		if ok == isDesc {
+			return fmt.Errorf("device message %d B (descriptor: %v): TryRecv received %v", n, isDesc, ok)
+		}
+		if isDesc {
+			descs++
+			if got := b.all(); !bytes.Equal(got, bytes.Repeat([]byte{0xee}, 4096+guard)) {
+				return fmt.Errorf("device message %d B: TryRecv declined but changed the buffer", n)
+			}
+			if s := k.tr.nstash.Load(); s != 1 {
+				return fmt.Errorf("device message %d B: %d stashed, want the descriptor", n, s)
+			}
+			if st, err = k.c.Recv(b.m, 0, tag); err != nil {
+				return err
+			}
+		}
+		if st.Bytes != n {
+			return fmt.Errorf("device message: %d bytes, want %d", st.Bytes, n)
+		}
+		if err := b.check(3+i, n); err != nil {
+			return fmt.Errorf("device message %d B: %w", n, err)
+		}
+		if s := k.tr.nstash.Load(); s != 0 {
+			return fmt.Errorf("stash left with %d entries", s)
+		}
+	}
+	if mode == ModeIPC && descs == 0 {
+		return fmt.Errorf("no descriptor met: the stash path went untested")
+	}
+	return nil
 }
 
 func TestSelect(t *testing.T) {

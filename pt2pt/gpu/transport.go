@@ -67,7 +67,13 @@ type Transport struct {
 	saveHost bool
 	fp       pt2pt.FocusedProgresser
 	imm      pt2pt.ImmediateSender // the wrapped transport's, or nil
+	ir       pt2pt.ImmediateReceiver
 	br       pt2pt.BlockingReceiver
+	// landing is where TryRecv receives a message shorter than a
+	// descriptor (a descriptor must fit wherever a receive lands), claimed
+	// by landingBusy; a concurrent TryRecv takes a small instead.
+	landing     *[descSize]byte
+	landingBusy atomic.Bool
 
 	// mu guards posted, active, bg, stash, cache and devs.
 	mu sync.Mutex
@@ -126,6 +132,7 @@ var (
 	_ pt2pt.FocusedProgresser     = (*Transport)(nil)
 	_ pt2pt.BlockingReceiver      = (*Transport)(nil)
 	_ pt2pt.ImmediateSender       = (*Transport)(nil)
+	_ pt2pt.ImmediateReceiver     = (*Transport)(nil)
 )
 
 // New wraps inner.
@@ -156,6 +163,8 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 	t.fp, _ = inner.(pt2pt.FocusedProgresser)
 	t.br, _ = inner.(pt2pt.BlockingReceiver)
 	t.imm, _ = inner.(pt2pt.ImmediateSender)
+	t.ir, _ = inner.(pt2pt.ImmediateReceiver)
+	t.landing = new([descSize]byte)
 	if cfg.SameNode != nil {
 		for r := 0; r < inner.Size(); r++ {
 			t.allLocal = t.allLocal && cfg.SameNode(r)
@@ -476,6 +485,72 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // it has one (pt2pt.BlockingReceiver).
 func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	return t.irecv(m, tag, mask, t.br != nil)
+}
+
+// TryRecv receives a short host message inside one call of the wrapped
+// transport when it is there or arrives within that transport's short poll
+// (pt2pt.ImmediateReceiver). Without it every blocking host receive on a
+// machine with a GPU driver paid for a pin, a request and an op record
+// (8-byte ping-pong on the GPU machine: 0.69–0.96 µs, against 0.52–0.59 µs
+// for the same exchange over ucxbind alone).
+//
+// It matches what Irecv matches, data and descriptors alike, so a sender's
+// messages keep their order. A descriptor (a device sender's IPC or
+// rendezvous message) cannot be finished here: it goes to the stash, as
+// Iprobe leaves one, the caller's buffer gets back the bytes the descriptor
+// covered, and TryRecv reports nothing received; the caller's ordinary
+// receive then takes it from the stash. With a stash already there, it
+// declines, since the stash is ahead of the transport.
+func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+	if t.ir == nil || m.Kind == pt2pt.Device || t.nstash.Load() > 0 {
+		return pt2pt.Result{}, false, nil
+	}
+	mask &^= pt2pt.DescriptorBit
+	tag &= mask
+	if !t.descs {
+		return t.ir.TryRecv(m, tag, mask)
+	}
+	// Land where a descriptor fits: in m, its first bytes saved, or in the
+	// landing area (a small when another TryRecv holds it).
+	var saved [descSize]byte
+	land := m
+	var sm *small
+	if m.Len >= descSize {
+		copy(saved[:], unsafe.Slice((*byte)(m.Ptr), descSize))
+	} else if t.landingBusy.CompareAndSwap(false, true) {
+		defer t.landingBusy.Store(false)
+		land = pt2pt.Mem{Ptr: unsafe.Pointer(&t.landing[0]), Len: descSize}
+	} else {
+		sm = t.smalls.get()
+		defer t.smalls.put(sm)
+		land = pt2pt.Mem{Ptr: sm.mem(descSize), Len: descSize}
+	}
+	res, ok, err := t.ir.TryRecv(land, tag, mask)
+	if !ok || err != nil || res.Err != nil {
+		return res, ok, err
+	}
+	got := unsafe.Slice((*byte)(land.Ptr), land.Len)
+	if res.Tag&pt2pt.DescriptorBit == 0 {
+		if land.Ptr != m.Ptr {
+			copy(unsafe.Slice((*byte)(m.Ptr), m.Len), got[:min(res.Len, m.Len)])
+			res.Truncated = res.Truncated || res.Len > m.Len
+		}
+		return res, true, nil
+	}
+	var d descriptor
+	if err := d.decode(got[:min(res.Len, descSize)]); err != nil {
+		return pt2pt.Result{}, false, err
+	}
+	s := t.smalls.get()
+	copy(s.b[:], got[:min(res.Len, descSize)])
+	if land.Ptr == m.Ptr {
+		copy(got[:descSize], saved[:])
+	}
+	t.mu.Lock()
+	t.stash = append(t.stash, stashed{tag: res.Tag, size: d.size, small: s})
+	t.nstash.Add(1)
+	t.mu.Unlock()
+	return pt2pt.Result{}, false, nil
 }
 
 func (t *Transport) post(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.Op, error) {
