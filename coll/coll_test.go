@@ -40,6 +40,9 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	w.Slow = r.IntN(2) == 0
 	w.Immediate = r.IntN(2) == 0
 	blocking := r.IntN(2) == 0
+	// A blocking call as package mpi makes it: started outside the
+	// progress domain (State.SetCallBlocking).
+	outside := blocking && r.IntN(2) == 0
 	// Usually one progress domain per rank, as in real processes; sometimes
 	// one shared by all ranks, so goroutines advance each other's schedules
 	// concurrently.
@@ -52,6 +55,7 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 		s := coll.NewState(cm, o)
 		b := &c.bufs[cm.Rank()]
 		if blocking {
+			s.SetCallBlocking(outside)
 			return c.block(s, cm.Rank(), b)
 		}
 		req, err := c.start(s, cm.Rank(), b)
@@ -269,6 +273,58 @@ func TestManyInFlight(t *testing.T) {
 		}
 		if u, q := w.Pending(); u != 0 || q != 0 {
 			t.Fatalf("p=%d: %d unmatched messages, %d receives left", p, u, q)
+		}
+	}
+}
+
+// TestBlockingJoinsDomain: a blocking call started outside the progress
+// domain (SetCallBlocking) joins it when another schedule is in flight,
+// and so advances that one too. Rank 0 starts a broadcast it does not wait
+// for, then a blocking allreduce; rank 1 waits for the broadcast first. The
+// broadcast's first message leaves rank 0 only when something advances it,
+// and only rank 0's allreduce wait can: without the join, both ranks wait
+// forever.
+func TestBlockingJoinsDomain(t *testing.T) {
+	for _, immediate := range []bool{false, true} {
+		w := colltest.NewWorld(2)
+		w.Immediate = immediate
+		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+			s := coll.NewState(cm, perRank(nil))
+			bc := []byte{0, 0, 0, 0}
+			in, out := []byte{byte(1 + cm.Rank())}, []byte{0}
+			if cm.Rank() == 0 {
+				copy(bc, "gomp")
+				req, err := s.Ibcast(bc, len(bc), dtype.Byte, 0)
+				if err != nil {
+					return err
+				}
+				s.SetCallBlocking(true)
+				err = s.Allreduce(in, out, 1, dtype.Byte, coll.Builtin(dtype.Sum))
+				s.SetCallBlocking(false)
+				if err != nil {
+					return err
+				}
+				if err := req.Wait(); err != nil {
+					return err
+				}
+			} else {
+				if err := s.Bcast(bc, len(bc), dtype.Byte, 0); err != nil {
+					return err
+				}
+				s.SetCallBlocking(true)
+				err := s.Allreduce(in, out, 1, dtype.Byte, coll.Builtin(dtype.Sum))
+				s.SetCallBlocking(false)
+				if err != nil {
+					return err
+				}
+			}
+			if string(bc) != "gomp" || out[0] != 3 {
+				return fmt.Errorf("rank %d: broadcast %q, sum %d; want \"gomp\", 3", cm.Rank(), bc, out[0])
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("immediate=%v: %v", immediate, err)
 		}
 	}
 }

@@ -45,7 +45,8 @@ type doner interface {
 // immediateSender is implemented by Comms that pin memory (Pinner) and can
 // send a short message inside one call, keeping no reference to buf after
 // it, so buf need not be pinned: TrySend reports whether it sent buf
-// (returning the completed request); when it did not, nothing was sent.
+// (returning the completed request, or nil); when it did not, nothing was
+// sent.
 type immediateSender interface {
 	TrySend(buf []byte, dest, tag int) (Request, bool, error)
 }
@@ -280,6 +281,9 @@ func (e *exec) advance(poll bool) (bool, error) {
 // it Tests in a loop; between Tests it lets the Comm spin or sleep
 // (Idler.Idle), or yields the processor when the Comm cannot sleep.
 func (e *exec) Wait() error {
+	if done, err := e.waitOutside(); done {
+		return err
+	}
 	idler, canIdle := e.comm.(Idler)
 	idle, last := 0, -1
 	for {
@@ -332,6 +336,36 @@ func (e *exec) waitAlone() (bool, error) {
 		if !e.prog.alone() {
 			e.mu.Unlock()
 			return false, nil
+		}
+		if q := e.pending(); q != nil {
+			_ = q.Wait()
+		}
+	}
+}
+
+// waitOutside is waitAlone for a schedule its State started outside the
+// domain (State.SetCallBlocking): it runs the schedule while no other is in
+// flight; when one appears, it joins the domain and reports not done, and
+// Wait goes on as for any schedule. A schedule already in the domain is not
+// done here.
+func (e *exec) waitOutside() (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.inDomain {
+		return false, nil
+	}
+	if e.done {
+		return true, e.err
+	}
+	for {
+		if e.prog.n.Load() > 0 {
+			e.inDomain = true
+			e.prog.add(e)
+			return false, nil
+		}
+		done, err := e.advance(false)
+		if done {
+			return true, err
 		}
 		if q := e.pending(); q != nil {
 			_ = q.Wait()

@@ -131,6 +131,9 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 		e.finish()
 		return e, nil
 	}
+	if s.blocking {
+		return e, nil // joins the domain in Wait, if others are there
+	}
 	e.inDomain = true
 	s.prog.add(e)
 	return e, nil

@@ -79,6 +79,16 @@ func (s *State) UseDevice(on bool) { s.onDev = on && s.dev != nil }
 // fails with ErrNotOnStream, having started nothing.
 func (s *State) SetCallStream(stream uintptr) { s.stream = stream }
 
+// SetCallBlocking tells the State that the calls that follow will be waited
+// for at once by the goroutine that starts them (a blocking collective).
+// Such a call stays out of the progress domain while the domain is empty:
+// nobody else needs to find it there, since its caller advances it, and
+// joining and leaving cost two lock rounds per call (a fifth of a 2-rank
+// barrier's own work). Its Wait joins the domain as soon as another
+// schedule is in flight, so it then drives those too, as MPI's progress rule
+// asks.
+func (s *State) SetCallBlocking(on bool) { s.blocking = on }
+
 // space is the active space.
 func (s *State) space() (Comm, Mem) {
 	if s.onDev {

@@ -30,6 +30,9 @@ type State struct {
 	dev    *Space  // the device space (SetDevice); nil until then
 	onDev  bool    // the calls being started run in dev (UseDevice)
 	stream uintptr // the calls being started run on this CUDA stream (SetCallStream); 0: off
+	// blocking: the calls being started are waited for at once by their
+	// caller (SetCallBlocking).
+	blocking bool
 
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)

@@ -84,9 +84,7 @@ func (a collComm) TrySend(buf []byte, dest, tag int) (coll.Request, bool, error)
 		}
 		return nil, false, err
 	}
-	q := collMsgs.Get().(*collMsg)
-	q.done, q.n = true, len(buf)
-	return q, true, nil
+	return nil, true, nil // nil: complete (coll's immediateSender)
 }
 
 // collTryLimit is the largest message TrySend tries to send inside
@@ -322,8 +320,10 @@ func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.Stat
 	var cr coll.Request
 	if err = c.useSpace(st, ord, m.block); err == nil {
 		st.SetCallStream(m.stream)
+		st.SetCallBlocking(m.block)
 		cr, err = f(st)
 		st.SetCallStream(0)
+		st.SetCallBlocking(false)
 	}
 	c.collMu.Unlock()
 	if errors.Is(err, coll.ErrNotOnStream) {
