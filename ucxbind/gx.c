@@ -1,5 +1,6 @@
 #include "gx.h"
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 
@@ -132,6 +133,12 @@ static void gx_set_memtype(ucp_request_param_t *p, int memtype) {
     }
 }
 
+void gx_state_close(gx_wstate *st) {
+    gx_drain(st);
+    free(st->copybuf);
+    st->copybuf = NULL;
+}
+
 void gx_drain(gx_wstate *st) {
     for (int32_t i = 0; i < st->ndead; i++) {
         gx_req_release(st->dead[i]);
@@ -159,11 +166,58 @@ void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
     if (mode == GX_SEND_SYNC) {
         sp = ucp_tag_send_sync_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
     } else {
-        if (mode == GX_SEND_NOW)
-            p.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
         sp = ucp_tag_send_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
     }
     gx_fill(sp, &st->res);
+}
+
+static uint64_t gx_copy_inflight;
+
+uint64_t gx_copied_inflight(void) {
+    return __atomic_load_n(&gx_copy_inflight, __ATOMIC_RELAXED);
+}
+
+/* gx_send_copy_cb ends a gx_tag_send_copy send that UCP finished later:
+ * nobody waits for it, so its copy and its request go back here. */
+static void gx_send_copy_cb(void *request, ucs_status_t status, void *user) {
+    gx_req *r = (gx_req *)request;
+    (void)status;
+    (void)user;
+    free(r->owned);
+    gx_req_release(r);
+}
+
+void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
+                      uintptr_t stp) {
+    gx_wstate *st = gx_state(stp);
+    gx_result *res = &st->res;
+    res->req = NULL;
+    if (len > GX_COPY_MAX) {
+        res->status = UCS_ERR_INVALID_PARAM;
+        return;
+    }
+    if (st->copybuf == NULL && (st->copybuf = malloc(GX_COPY_MAX)) == NULL) {
+        res->status = UCS_ERR_NO_MEMORY;
+        return;
+    }
+    if (len > 0) memcpy(st->copybuf, (const void *)buf, len);
+    ucp_request_param_t p;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    p.cb.send = gx_send_copy_cb;
+    gx_set_memtype(&p, UCS_MEMORY_TYPE_HOST);
+    ucs_status_ptr_t sp = ucp_tag_send_nbx((ucp_ep_h)ep, st->copybuf, len, tag, &p);
+    if (sp == NULL) {
+        res->status = UCS_OK;
+    } else if (UCS_PTR_IS_ERR(sp)) {
+        res->status = UCS_PTR_STATUS(sp);
+    } else {
+        /* In flight: the copy is the request's now (no callback can run
+         * before this returns: callbacks run in progress). */
+        ((gx_req *)sp)->owned = st->copybuf;
+        st->copybuf = NULL;
+        __atomic_fetch_add(&gx_copy_inflight, 1, __ATOMIC_RELAXED);
+        res->status = UCS_OK;
+    }
 }
 
 /* gx_recv_param prepares the parameters every receive shares: completion
@@ -273,6 +327,7 @@ void gx_req_release(gx_req *r) {
     r->status = 0;
     r->tag = 0;
     r->length = 0;
+    r->owned = NULL;
     ucp_request_free(r);
 }
 

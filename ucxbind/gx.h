@@ -16,6 +16,8 @@ typedef struct gx_req {
     int32_t          status; /* ucs_status_t of the completion */
     uint64_t         tag;    /* sender tag (receives) */
     uint64_t         length; /* received length (receives) */
+    void            *owned;  /* C memory the request sends from, freed with it
+                                (gx_tag_send_copy) */
 } gx_req;
 
 /* gx_result is what an operation hands back to Go: either an in-flight
@@ -34,10 +36,13 @@ typedef struct gx_result {
  * UCP. Handing those back inside the next hot-path call, instead of one call
  * each, saves a completed operation a crossing from Go into C. */
 #define GX_DEAD_MAX 32
+/* GX_COPY_MAX is the largest message gx_tag_send_copy takes. */
+#define GX_COPY_MAX 4096
 typedef struct gx_wstate {
     gx_result res;
     int32_t   ndead;
     gx_req   *dead[GX_DEAD_MAX];
+    void     *copybuf; /* gx_tag_send_copy's buffer (GX_COPY_MAX bytes), or NULL */
 } gx_wstate;
 
 typedef struct gx_probe {
@@ -63,15 +68,24 @@ int  gx_worker_flush(ucp_worker_h w);
  * are kept alive and pinned by their owners (ucxbind's Go side documents
  * who). st points to the worker's gx_wstate. */
 
-/* Send modes for gx_tag_send. GX_SEND_NOW sends only if UCP can complete
- * the send inside the call (UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: the inline
- * eager path); otherwise nothing is posted and res->status is
- * UCS_ERR_NO_RESOURCE. UCP then keeps no reference to buf, which is what
- * lets a blocking send skip pinning Go memory. */
-enum { GX_SEND_STD = 0, GX_SEND_SYNC = 1, GX_SEND_NOW = 2 };
+/* Send modes for gx_tag_send. */
+enum { GX_SEND_STD = 0, GX_SEND_SYNC = 1 };
 
 void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
                  int mode, int memtype, uintptr_t st);
+/* gx_tag_send_copy copies len (<= GX_COPY_MAX) bytes at buf into C memory
+ * and sends them from there, so the caller's buffer is free when it
+ * returns, whatever UCP does: the send completes inside the call, or UCP
+ * finishes it later from the copy, which then belongs to the request (both
+ * are freed by its callback; nobody waits for it). res->status reports an
+ * immediate failure. Why: a send UCP cannot complete inside the call must
+ * not be left pointing into Go memory that is not pinned, and pinning, plus
+ * the request to wait for, costs more than copying a short message. */
+void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
+                      uintptr_t st);
+/* gx_copy_inflight counts the copied sends that UCP finished after the
+ * call (for tests). */
+uint64_t gx_copied_inflight(void);
 void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
                  uint64_t mask, int memtype, uintptr_t st);
 /* gx_tag_recv_wait posts a receive and progresses the worker up to spins
@@ -91,6 +105,8 @@ int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
                     uint64_t mask, int memtype, int spins, uintptr_t st);
 /* gx_drain gives the requests parked in st->dead back to UCP. */
 void gx_drain(gx_wstate *st);
+/* gx_state_close drains st and frees what it holds (not st itself). */
+void gx_state_close(gx_wstate *st);
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
                      int memtype, gx_result *res);
 void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,

@@ -98,24 +98,29 @@ func (w *Worker) Send(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, sync bo
 	return newRequest(w.res)
 }
 
-// SendNow sends n bytes at p to ep only if UCP can complete the send
-// within this call (its inline eager path, for messages up to the
-// transport's short-message size), and reports whether it did. When it did
-// not, nothing was posted. Either way UCP keeps no reference to p once
-// SendNow returns, so Go memory needs no pinning for it: cgo pins memory
-// handed to C for the duration of the call.
-func (w *Worker) SendNow(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, hint int) (bool, error) {
-	C.gx_tag_send(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.GX_SEND_NOW, C.int(hint), w.stp())
+// SendCopyMax is the largest message SendCopy takes.
+const SendCopyMax = C.GX_COPY_MAX
+
+// SendCopy sends n (at most SendCopyMax) bytes at p to ep as a standard
+// send whose buffer is free when it returns: UCP sends from a copy in C
+// memory, completing inside the call or later on its own (nobody waits for
+// it; its copy and request are freed when it completes). So Go memory needs
+// no pinning for it and no request comes back. For short messages this
+// costs a memcpy; the alternative, pinning p and waiting on a request
+// whenever UCP does not complete the send at once (its inline path takes
+// only a few dozen bytes), costs more.
+func (w *Worker) SendCopy(ep *Endpoint, p unsafe.Pointer, n int, tag uint64) error {
+	C.gx_tag_send_copy(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), w.stp())
 	runtime.KeepAlive(p)
-	switch st := Status(w.res.status); st {
-	case StatusOK:
-		return true, nil
-	case StatusNoResource:
-		return false, nil
-	default:
-		return false, &Error{Op: "tag send", Status: st}
+	if st := Status(w.res.status); st != StatusOK {
+		return &Error{Op: "tag send", Status: st}
 	}
+	return nil
 }
+
+// copiedInFlight is the number of SendCopy sends so far that UCP finished
+// after the call, from their copies (for tests).
+func copiedInFlight() uint64 { return uint64(C.gx_copied_inflight()) }
 
 // Recv posts a tagged receive into n bytes at p, matching messages whose
 // tag equals tag in the bits set in mask. The caller keeps the memory at p

@@ -105,6 +105,57 @@ func TestSendRecvSizes(t *testing.T) {
 	}
 }
 
+// TestSendCopy: a copied send leaves the caller's buffer free at once (the
+// buffer is overwritten right after each call), every size up to
+// SendCopyMax arrives whole and in order, also in a burst longer than the
+// shared-memory queue (sends UCP finishes later, from their copies), and a
+// longer message is refused.
+func TestSendCopy(t *testing.T) {
+	_, a, b, ep := pair(t)
+	ws := []*Worker{a, b}
+	sizes := []int{0, 1, 8, 64, 65, 1024, SendCopyMax}
+	const burst = 300
+	inFlight := copiedInFlight()
+	src := make([]byte, SendCopyMax)
+	fill := func(k, n int) {
+		for i := range src[:n] {
+			src[i] = byte(k*31 + i*7 + n)
+		}
+	}
+	for k := 0; k < burst; k++ {
+		n := sizes[k%len(sizes)]
+		fill(k, n)
+		if err := a.SendCopy(ep, ptr(src), n, uint64(k)); err != nil {
+			t.Fatalf("send %d (%d B): %v", k, n, err)
+		}
+		clear(src) // the message is a copy by now
+	}
+	if copiedInFlight() == inFlight {
+		t.Fatal("no send of the burst went in flight: the copies' ownership went untested")
+	}
+	dst := make([]byte, SendCopyMax)
+	for k := 0; k < burst; k++ {
+		n := sizes[k%len(sizes)]
+		rr, err := b.Recv(ptr(dst), len(dst), 0, 0, HintHost) // any tag: order
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, ws, &rr)
+		st, tag, length := rr.Result()
+		b.Release(&rr)
+		if st != StatusOK || tag != uint64(k) || int(length) != n {
+			t.Fatalf("message %d: status %d tag %d length %d; want tag %d, %d B", k, st, tag, length, k, n)
+		}
+		fill(k, n)
+		if !bytes.Equal(dst[:n], src[:n]) {
+			t.Fatalf("message %d (%d B): data differ", k, n)
+		}
+	}
+	if err := a.SendCopy(ep, ptr(src), SendCopyMax+1, 1); err == nil {
+		t.Fatalf("a %d-byte copied send was accepted", SendCopyMax+1)
+	}
+}
+
 func TestProbeMaskAndTruncation(t *testing.T) {
 	_, a, b, ep := pair(t)
 	ws := []*Worker{a, b}

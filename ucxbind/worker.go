@@ -136,7 +136,7 @@ func (w *Worker) Close() {
 		C.gx_progress_until(w.hp, nil, 100, 0)
 		w.reap()
 	}
-	C.gx_drain(w.st)
+	C.gx_state_close(w.st)
 	C.ucp_worker_destroy(w.h)
 	C.free(unsafe.Pointer(w.st))
 	w.h, w.hp, w.st, w.res = nil, 0, nil, nil
