@@ -431,12 +431,20 @@ func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (bool, err
 	if c.e.imm == nil || m.Kind != Host {
 		return false, nil
 	}
-	sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
+	op, sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
 	// The pass comes after the send, off the path a reply waits on (a
 	// receive's comes before it: the receiver is about to wait anyway).
 	c.e.passScheduler()
 	if err != nil {
 		return false, &OpError{Op: name, Class: ErrOther, Err: err}
+	}
+	if op != nil {
+		c.e.wait(op)
+		res := op.Result()
+		op.Release()
+		if res.Err != nil {
+			return true, &OpError{Op: name, Class: ErrOther, Err: res.Err}
+		}
 	}
 	return sent, nil
 }

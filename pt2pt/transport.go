@@ -103,14 +103,17 @@ type BlockingReceiver interface {
 	RecvWait(m Mem, tag, mask uint64) (Op, error)
 }
 
-// ImmediateSender is implemented by transports that can try to send a
-// message entirely inside one call (UCX: the inline eager path of a short
-// message). TrySend reports whether it sent m; when it did not, nothing was
-// posted and the caller sends as usual. Either way the transport keeps no
-// reference to m afterwards, so a blocking send that succeeds this way
-// needs neither a request nor pinned Go memory.
+// ImmediateSender is implemented by transports that can send a short
+// message without keeping a reference to m past the call (UCX: from a copy
+// in C memory). TrySend reports whether it sent m; when it did not, nothing
+// was posted and the caller sends as usual. A send that left may still be
+// in flight in the transport (its queue to the peer was full): the Op is
+// then non-nil, and the caller waits for it and releases it, so that a
+// blocking send returns only once its message has left, as with any other
+// send. Either way m is free at once, so a blocking send served this way
+// needs no pinned Go memory.
 type ImmediateSender interface {
-	TrySend(dest int, m Mem, tag uint64) (bool, error)
+	TrySend(dest int, m Mem, tag uint64) (inFlight Op, sent bool, err error)
 }
 
 // ImmediateReceiver is implemented by transports that can receive a

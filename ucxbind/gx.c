@@ -177,14 +177,13 @@ uint64_t gx_copied_inflight(void) {
     return __atomic_load_n(&gx_copy_inflight, __ATOMIC_RELAXED);
 }
 
-/* gx_send_copy_cb ends a gx_tag_send_copy send that UCP finished later:
- * nobody waits for it, so its copy and its request go back here. */
+/* gx_send_copy_cb completes a gx_tag_send_copy send that UCP finished
+ * later: as gx_send_cb, and its copy is freed. */
 static void gx_send_copy_cb(void *request, ucs_status_t status, void *user) {
     gx_req *r = (gx_req *)request;
-    (void)status;
-    (void)user;
     free(r->owned);
-    gx_req_release(r);
+    r->owned = NULL;
+    gx_send_cb(request, status, user);
 }
 
 void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
@@ -206,18 +205,14 @@ void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
     p.cb.send = gx_send_copy_cb;
     gx_set_memtype(&p, UCS_MEMORY_TYPE_HOST);
     ucs_status_ptr_t sp = ucp_tag_send_nbx((ucp_ep_h)ep, st->copybuf, len, tag, &p);
-    if (sp == NULL) {
-        res->status = UCS_OK;
-    } else if (UCS_PTR_IS_ERR(sp)) {
-        res->status = UCS_PTR_STATUS(sp);
-    } else {
+    if (sp != NULL && !UCS_PTR_IS_ERR(sp)) {
         /* In flight: the copy is the request's now (no callback can run
          * before this returns: callbacks run in progress). */
         ((gx_req *)sp)->owned = st->copybuf;
         st->copybuf = NULL;
         __atomic_fetch_add(&gx_copy_inflight, 1, __ATOMIC_RELAXED);
-        res->status = UCS_OK;
     }
+    gx_fill(sp, res);
 }
 
 /* gx_recv_param prepares the parameters every receive shares: completion

@@ -75,16 +75,15 @@ void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
                  int mode, int memtype, uintptr_t st);
 /* gx_tag_send_copy copies len (<= GX_COPY_MAX) bytes at buf into C memory
  * and sends them from there, so the caller's buffer is free when it
- * returns, whatever UCP does: the send completes inside the call, or UCP
- * finishes it later from the copy, which then belongs to the request (both
- * are freed by its callback; nobody waits for it). res->status reports an
- * immediate failure. Why: a send UCP cannot complete inside the call must
- * not be left pointing into Go memory that is not pinned, and pinning, plus
- * the request to wait for, costs more than copying a short message. */
+ * returns, whatever UCP does: the send completes inside the call (res->req
+ * NULL), or UCP finishes it later from the copy, which then belongs to the
+ * request in res->req (freed by its callback). Why: a send UCP cannot
+ * complete inside the call must not be left pointing into Go memory that
+ * is not pinned, and pinning costs more than copying a short message. */
 void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
                       uintptr_t st);
-/* gx_copy_inflight counts the copied sends that UCP finished after the
- * call (for tests). */
+/* gx_copied_inflight counts the copied sends, process-wide, that UCP
+ * finished after the call (for tests). */
 uint64_t gx_copied_inflight(void);
 void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
                  uint64_t mask, int memtype, uintptr_t st);

@@ -103,19 +103,17 @@ const SendCopyMax = C.GX_COPY_MAX
 
 // SendCopy sends n (at most SendCopyMax) bytes at p to ep as a standard
 // send whose buffer is free when it returns: UCP sends from a copy in C
-// memory, completing inside the call or later on its own (nobody waits for
-// it; its copy and request are freed when it completes). So Go memory needs
-// no pinning for it and no request comes back. For short messages this
-// costs a memcpy; the alternative, pinning p and waiting on a request
-// whenever UCP does not complete the send at once (its inline path takes
-// only a few dozen bytes), costs more.
-func (w *Worker) SendCopy(ep *Endpoint, p unsafe.Pointer, n int, tag uint64) error {
+// memory. The Request is done when the send completed inside the call (the
+// common case); otherwise (the queue to the peer is full) it is in flight
+// and the caller waits for it as for any send, but p needs no pinning: the
+// copy belongs to the request until it completes. For short messages the
+// memcpy costs less than pinning p and waiting on a request whenever UCP
+// does not complete the send at once (its inline path takes only a few
+// dozen bytes).
+func (w *Worker) SendCopy(ep *Endpoint, p unsafe.Pointer, n int, tag uint64) (Request, error) {
 	C.gx_tag_send_copy(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), w.stp())
 	runtime.KeepAlive(p)
-	if st := Status(w.res.status); st != StatusOK {
-		return &Error{Op: "tag send", Status: st}
-	}
-	return nil
+	return newRequest(w.res)
 }
 
 // copiedInFlight is the number of SendCopy sends so far that UCP finished

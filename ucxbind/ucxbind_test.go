@@ -108,14 +108,15 @@ func TestSendRecvSizes(t *testing.T) {
 // TestSendCopy: a copied send leaves the caller's buffer free at once (the
 // buffer is overwritten right after each call), every size up to
 // SendCopyMax arrives whole and in order, also in a burst longer than the
-// shared-memory queue (sends UCP finishes later, from their copies), and a
-// longer message is refused.
+// shared-memory queue (sends UCP finishes later, from their copies, their
+// requests waited for after the burst), and a longer message is refused.
 func TestSendCopy(t *testing.T) {
 	_, a, b, ep := pair(t)
 	ws := []*Worker{a, b}
 	sizes := []int{0, 1, 8, 64, 65, 1024, SendCopyMax}
 	const burst = 300
 	inFlight := copiedInFlight()
+	var pending []Request
 	src := make([]byte, SendCopyMax)
 	fill := func(k, n int) {
 		for i := range src[:n] {
@@ -125,12 +126,16 @@ func TestSendCopy(t *testing.T) {
 	for k := 0; k < burst; k++ {
 		n := sizes[k%len(sizes)]
 		fill(k, n)
-		if err := a.SendCopy(ep, ptr(src), n, uint64(k)); err != nil {
+		sr, err := a.SendCopy(ep, ptr(src), n, uint64(k))
+		if err != nil {
 			t.Fatalf("send %d (%d B): %v", k, n, err)
+		}
+		if !sr.Done() {
+			pending = append(pending, sr)
 		}
 		clear(src) // the message is a copy by now
 	}
-	if copiedInFlight() == inFlight {
+	if copiedInFlight() == inFlight || len(pending) == 0 {
 		t.Fatal("no send of the burst went in flight: the copies' ownership went untested")
 	}
 	dst := make([]byte, SendCopyMax)
@@ -151,7 +156,14 @@ func TestSendCopy(t *testing.T) {
 			t.Fatalf("message %d (%d B): data differ", k, n)
 		}
 	}
-	if err := a.SendCopy(ep, ptr(src), SendCopyMax+1, 1); err == nil {
+	for i := range pending {
+		wait(t, ws, &pending[i])
+		if err := pending[i].Err("send"); err != nil {
+			t.Fatal(err)
+		}
+		a.Release(&pending[i])
+	}
+	if _, err := a.SendCopy(ep, ptr(src), SendCopyMax+1, 1); err == nil {
 		t.Fatalf("a %d-byte copied send was accepted", SendCopyMax+1)
 	}
 }

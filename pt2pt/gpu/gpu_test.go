@@ -195,12 +195,27 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 var immediateInner bool
 
 // immSender gives the in-process transport an immediate send for messages
-// of up to 64 bytes, the size UCX sends inline over shared memory here
-// (its sends complete at once: they copy the data), and an immediate
-// receive as UCX's: a short poll, nothing left posted.
+// of up to 64 bytes (its sends copy the data; every third one is reported
+// in flight for a few polls, as UCX's copied send whose queue was full), and
+// an immediate receive as UCX's: a short poll, nothing left posted.
 type immSender struct {
 	pt2pt.Transport
 	sent, received int
+}
+
+// lateOp is a completed send that reports itself done only after polls
+// calls of Done.
+type lateOp struct {
+	pt2pt.Op
+	polls int
+}
+
+func (l *lateOp) Done() bool {
+	if l.polls > 0 {
+		l.polls--
+		return false
+	}
+	return l.Op.Done()
 }
 
 func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
@@ -226,20 +241,23 @@ func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, 
 	return res, true, nil
 }
 
-func (s *immSender) TrySend(dest int, m pt2pt.Mem, tag uint64) (bool, error) {
+func (s *immSender) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if m.Len > 64 {
-		return false, nil
+		return nil, false, nil
 	}
 	op, err := s.Isend(dest, m, tag, false)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if !op.Done() {
-		return false, fmt.Errorf("immSender: in-process send not complete at once")
+		return nil, false, fmt.Errorf("immSender: in-process send not complete at once")
+	}
+	s.sent++
+	if s.sent%3 == 0 {
+		return &lateOp{Op: op, polls: 3}, true, nil
 	}
 	op.Release()
-	s.sent++
-	return true, nil
+	return nil, true, nil
 }
 
 var kinds = map[string][2]pt2pt.MemKind{

@@ -283,9 +283,9 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 // and longer host messages are declined, and take Isend. Without it every
 // host send on a machine with a GPU driver paid for a request and a pin
 // (8-byte ping-pong on the GPU machine: 1.16–1.31 µs).
-func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (bool, error) {
+func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if t.imm == nil || m.Kind == pt2pt.Device || m.Len >= t.rndv {
-		return false, nil
+		return nil, false, nil
 	}
 	return t.imm.TrySend(dest, m, tag)
 }

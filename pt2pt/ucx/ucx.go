@@ -289,26 +289,33 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 	return newOp(t, req), nil
 }
 
-// TrySend sends a host message of up to ucxbind.SendCopyMax bytes inside
-// the call, from a copy (ucxbind's SendCopy), for pt2pt.ImmediateSender:
-// UCX keeps no reference to m, and a blocking send needs neither a pin nor
-// a request. Longer messages and device memory are declined.
+// TrySend sends a host message of up to ucxbind.SendCopyMax bytes from a
+// copy (ucxbind's SendCopy), for pt2pt.ImmediateSender: UCX keeps no
+// reference to m, so a blocking send needs no pin, and unless the queue to
+// the peer is full it completes inside the call, with no request. Longer
+// messages and device memory are declined.
 //
 // Before, TrySend took only what UCX's inline path completes at once (up to
 // 64 bytes over shared memory here), so a 1 KiB blocking send paid a failed
 // try, a pin and a request; 2-rank collectives at 1 KiB, measured on the
 // 2-core machine: allreduce 1.57 µs, allgather 1.46, alltoall 1.43 before.
-func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (bool, error) {
+func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if m.Kind != pt2pt.Host || m.Len > ucxbind.SendCopyMax {
-		return false, nil
+		return nil, false, nil
 	}
 	ep, err := t.lockEndpoint(dest)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
-	err = t.w.SendCopy(ep, m.Ptr, m.Len, tag)
+	req, err := t.w.SendCopy(ep, m.Ptr, m.Len, tag)
 	t.mu.Unlock()
-	return err == nil, err
+	if err != nil {
+		return nil, false, err
+	}
+	if req.Done() {
+		return nil, true, nil // completed in the call: nothing held
+	}
+	return newOp(t, req), true, nil
 }
 
 func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {

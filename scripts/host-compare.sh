@@ -1,0 +1,41 @@
+#!/bin/bash
+# host-compare.sh: gompix against Open MPI (pml ucx) on this machine, in
+# interleaved rounds: 8-byte and 1 KiB ping-pong, then the five collectives
+# of issue 3 at 8 B, 1 KiB, 64 KiB and 1 MiB, at 2 and 4 ranks. Each line is
+# one run: "<what> <size> gompix <µs> ompi <µs>".
+#
+#   make build && mpicc -O2 -o /tmp/mpi_bench scripts/mpi_bench.c
+#   scripts/host-compare.sh [rounds] [latency|coll|all]
+set -u
+rounds=${1:-3}
+what=${2:-all}
+G="bin/gompirun"
+X="bin/gompix"
+B=${MPI_BENCH:-/tmp/mpi_bench}
+M="mpirun.openmpi --allow-run-as-root --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
+sizes="8 1024 65536 1048576"
+
+# field SIZE: the value column of an OSU row of that size (stdin).
+field() { awk -v s="$1" '$1 == s { print $2 }'; }
+
+for r in $(seq 1 "$rounds"); do
+	if [ "$what" != coll ]; then
+		g=$($G -n 2 $X osu latency -m 8:1024)
+		o=$($M -n 2 $B latency 8 1024 2>&1)
+		for s in 8 1024; do
+			echo "round $r latency $s gompix $(echo "$g" | field $s) ompi $(echo "$o" | awk -v s=$s '$1 == "latency" && $2 == s { print $3 }')"
+		done
+	fi
+	[ "$what" = latency ] && continue
+	for n in 2 4; do
+		extra=""
+		[ "$n" -gt "$(nproc)" ] && extra="--oversubscribe"
+		for c in allreduce bcast reduce allgather alltoall; do
+			g=$($G -n $n $X osu $c -m 8:1048576)
+			o=$($M $extra -n $n $B $c $sizes 2>&1)
+			for s in $sizes; do
+				echo "round $r $c/$n $s gompix $(echo "$g" | field $s) ompi $(echo "$o" | awk -v s=$s -v c=$c '$1 == c && $2 == s { print $3 }')"
+			done
+		done
+	done
+done
