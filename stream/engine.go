@@ -2,10 +2,10 @@ package stream
 
 import (
 	"fmt"
-	"github.com/gompix/gompix/internal/spin"
 	"sync"
 	"time"
 
+	"github.com/gompix/gompix/internal/spin"
 	"github.com/gompix/gompix/pt2pt"
 )
 

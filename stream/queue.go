@@ -55,11 +55,10 @@ type Queue struct {
 	seq       uint32       // last sequence number issued
 	ops       []*entry     // issued, not released, in sequence order
 	nops      atomic.Int32 // len(ops), for spinForSpace without q.mu
-	isClosed  atomic.Bool  // closed, for spinForSpace without q.mu
+	closed    atomic.Bool  // Free has run (written under mu; spinForSpace reads it without)
 	active    int          // started nonblocking operations not yet complete
 	enqueuing int          // enqueuers between their closed check and their return
 	err       error        // first operation error not yet taken (TakeErr)
-	closed    bool
 	fullWaits uint64
 
 	// prog is owned by the progress goroutine: started nonblocking
@@ -178,7 +177,7 @@ func (q *Queue) Enqueue(op Op) error {
 		return &pt2pt.OpError{Op: "enqueue", Class: pt2pt.ErrIntern, Err: fmt.Errorf("operation without Start")}
 	}
 	q.mu.Lock()
-	if q.closed {
+	if q.closed.Load() {
 		q.mu.Unlock()
 		return closedErr("enqueue")
 	}
@@ -253,7 +252,7 @@ func (q *Queue) Enqueue(op Op) error {
 func (q *Queue) spinForSpace() {
 	var yield spin.Yielder
 	for t0 := time.Now(); time.Since(t0) < q.e.cfg.FullSpin; {
-		if int(q.nops.Load()) < q.depth || q.isClosed.Load() {
+		if int(q.nops.Load()) < q.depth || q.closed.Load() {
 			return
 		}
 		yield.Yield()
@@ -294,7 +293,7 @@ func (q *Queue) progress() (progressed, pending bool) {
 	// frees them once nothing is pending, possibly while this goroutine
 	// still holds q in its snapshot of the engine's queues.
 	q.mu.Lock()
-	if q.closed {
+	if q.closed.Load() {
 		q.mu.Unlock()
 		return progressed, false
 	}
@@ -395,7 +394,7 @@ func (q *Queue) finish(ent *entry, err error) {
 // caller's. Closing twice is an error.
 func (q *Queue) Close() error {
 	q.mu.Lock()
-	if q.closed {
+	if q.closed.Load() {
 		q.mu.Unlock()
 		return closedErr("stream free")
 	}
@@ -404,8 +403,7 @@ func (q *Queue) Close() error {
 		return &pt2pt.OpError{Op: "stream free", Class: pt2pt.ErrPending,
 			Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", max(n, 1))}
 	}
-	q.closed = true
-	q.isClosed.Store(true)
+	q.closed.Store(true)
 	q.space.Broadcast()
 	q.mu.Unlock()
 	q.e.remove(q)

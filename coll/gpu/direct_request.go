@@ -2,12 +2,12 @@ package gpu
 
 import (
 	"encoding/binary"
-	"github.com/gompix/gompix/internal/spin"
 	"runtime"
 	"sync/atomic"
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/spin"
 )
 
 // A Direct call as a coll.Request: its completion, and the mapped mode's
