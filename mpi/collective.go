@@ -77,14 +77,20 @@ func (a collComm) TrySend(buf []byte, dest, tag int) (coll.Request, bool, error)
 	if n > collTryLimit.Load() {
 		return nil, false, nil
 	}
-	sent, err := a.pc.TrySendColl(pt2pt.HostMem(buf), dest, tag)
+	r, sent, err := a.pc.TrySendColl(pt2pt.HostMem(buf), dest, tag)
 	if err != nil || !sent {
 		if err == nil && n > collTryFloor && n <= collTryLimit.Load() {
 			collTryLimit.Store(n - 1) // a race may lose a lowering: harmless
 		}
 		return nil, false, err
 	}
-	return nil, true, nil // nil: complete (coll's immediateSender)
+	if r.Done() {
+		return nil, true, nil // nil: complete (coll's immediateSender)
+	}
+	// Still queued in the transport: the schedule waits for it like a
+	// posted send (buf is free already).
+	q, err := newCollMsg(r, nil)
+	return q, true, err
 }
 
 // collTryLimit is the largest message TrySend tries to send inside

@@ -404,49 +404,55 @@ func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
 	return err
 }
 
-// TrySend is a blocking standard-mode send that succeeds only when the
-// transport can complete it inside one call (ImmediateSender), and reports
-// whether it did; when it did not, nothing was sent and the caller uses
-// Send. The transport keeps no reference to m afterwards, so package mpi
-// tries this before pinning a blocking send's buffer. Argument errors are
-// reported as Send would.
+// TrySend is a blocking standard-mode send of a short host message that
+// the transport takes without keeping a reference to m (ImmediateSender),
+// and reports whether it did; when it did not, nothing was sent and the
+// caller uses Send. Package mpi tries this before pinning a blocking send's
+// buffer. A message the transport still holds queued (the queue to the peer
+// was full) is waited for before TrySend returns, as Send would. Argument
+// errors are reported as Send would.
 func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
-	return c.trySend(m, dest, tag, c.ctx, "send")
+	r, sent, err := c.trySend(m, dest, tag, c.ctx, "send")
+	if sent && err == nil && !r.done {
+		_, err = r.Wait()
+	}
+	return sent, err
 }
 
-// TrySendColl is TrySend on c's collective context: package mpi sends a
-// collective's messages this way first, so that the caller's send buffer
-// need not be pinned when its messages leave inside the call.
-func (c *Comm) TrySendColl(m Mem, dest, tag int) (bool, error) {
+// TrySendColl is TrySend on c's collective context, without the wait: a
+// message still queued in the transport comes back as a pending Request
+// (which the caller waits for, tests or frees; m is free either way), so
+// that a nonblocking collective's progress never blocks on it. Package mpi
+// sends a collective's messages this way first, so that the caller's send
+// buffer need not be pinned.
+func (c *Comm) TrySendColl(m Mem, dest, tag int) (Request, bool, error) {
 	return c.trySend(m, dest, tag, c.ctx+1, "coll send")
 }
 
-func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (bool, error) {
+// trySend is TrySend and TrySendColl: when sent, the Request is done
+// unless the transport still holds the message queued.
+func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Request, bool, error) {
 	if err := c.checkSend(name, m, dest, tag); err != nil {
-		return false, err
+		return Request{}, false, err
 	}
+	done := Request{comm: c, dest: dest, done: true}
 	if dest == ProcNull {
-		return true, nil
+		return done, true, nil
 	}
 	if c.e.imm == nil || m.Kind != Host {
-		return false, nil
+		return Request{}, false, nil
 	}
 	op, sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
 	// The pass comes after the send, off the path a reply waits on (a
 	// receive's comes before it: the receiver is about to wait anyway).
 	c.e.passScheduler()
 	if err != nil {
-		return false, &OpError{Op: name, Class: ErrOther, Err: err}
+		return Request{}, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
 	if op != nil {
-		c.e.wait(op)
-		res := op.Result()
-		op.Release()
-		if res.Err != nil {
-			return true, &OpError{Op: name, Class: ErrOther, Err: res.Err}
-		}
+		return Request{op: op, comm: c, dest: dest}, true, nil
 	}
-	return sent, nil
+	return done, sent, nil
 }
 
 // TryRecvMax is the largest receive buffer TryRecv hands to the
