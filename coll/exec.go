@@ -322,19 +322,28 @@ func (e *exec) Wait() error {
 // advance, which also checks the received size.
 func (e *exec) waitAlone() (bool, error) {
 	e.mu.Lock()
+	done, err := e.block(func() bool { return !e.prog.alone() })
+	leave := done && e.inDomain
+	if leave {
+		e.inDomain = false
+	}
+	e.mu.Unlock()
+	if leave {
+		e.prog.remove(e)
+	}
+	return done, err
+}
+
+// block advances the schedule and blocks in the Comm's Wait on a request
+// the current round still needs, until the schedule completes (done) or
+// stop, asked between rounds of that, says to give up (not done). e.mu is
+// held.
+func (e *exec) block(stop func() bool) (bool, error) {
 	for {
-		done, err := e.advance(false)
-		if done {
-			leave := e.inDomain
-			e.inDomain = false
-			e.mu.Unlock()
-			if leave {
-				e.prog.remove(e)
-			}
+		if done, err := e.advance(false); done {
 			return true, err
 		}
-		if !e.prog.alone() {
-			e.mu.Unlock()
+		if stop() {
 			return false, nil
 		}
 		if q := e.pending(); q != nil {
@@ -354,23 +363,12 @@ func (e *exec) waitOutside() (bool, error) {
 	if e.inDomain {
 		return false, nil
 	}
-	if e.done {
-		return true, e.err
+	done, err := e.block(func() bool { return e.prog.n.Load() > 0 })
+	if !done {
+		e.inDomain = true
+		e.prog.add(e)
 	}
-	for {
-		if e.prog.n.Load() > 0 {
-			e.inDomain = true
-			e.prog.add(e)
-			return false, nil
-		}
-		done, err := e.advance(false)
-		if done {
-			return true, err
-		}
-		if q := e.pending(); q != nil {
-			_ = q.Wait()
-		}
-	}
+	return done, err
 }
 
 // pending returns a request the current round waits for. e.mu is held.

@@ -435,9 +435,8 @@ func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Request, 
 	if err := c.checkSend(name, m, dest, tag); err != nil {
 		return Request{}, false, err
 	}
-	done := Request{comm: c, dest: dest, done: true}
 	if dest == ProcNull {
-		return done, true, nil
+		return Request{comm: c, dest: dest, done: true}, true, nil
 	}
 	if c.e.imm == nil || m.Kind != Host {
 		return Request{}, false, nil
@@ -449,10 +448,7 @@ func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Request, 
 	if err != nil {
 		return Request{}, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
-	if op != nil {
-		return Request{op: op, comm: c, dest: dest}, true, nil
-	}
-	return done, sent, nil
+	return Request{op: op, comm: c, dest: dest, done: op == nil}, sent, nil
 }
 
 // TryRecvMax is the largest receive buffer TryRecv hands to the

@@ -155,13 +155,19 @@ static inline gx_wstate *gx_state(uintptr_t stp) {
     return st;
 }
 
+/* gx_send_param prepares the parameters of a send completed by cb. */
+static void gx_send_param(ucp_request_param_t *p, ucp_send_nbx_callback_t cb,
+                          int memtype) {
+    p->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+    p->cb.send = cb;
+    gx_set_memtype(p, memtype);
+}
+
 void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
                  int mode, int memtype, uintptr_t stp) {
     gx_wstate *st = gx_state(stp);
     ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-    p.cb.send = gx_send_cb;
-    gx_set_memtype(&p, memtype);
+    gx_send_param(&p, gx_send_cb, memtype);
     ucs_status_ptr_t sp;
     if (mode == GX_SEND_SYNC) {
         sp = ucp_tag_send_sync_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
@@ -201,9 +207,7 @@ void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
     }
     if (len > 0) memcpy(st->copybuf, (const void *)buf, len);
     ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-    p.cb.send = gx_send_copy_cb;
-    gx_set_memtype(&p, UCS_MEMORY_TYPE_HOST);
+    gx_send_param(&p, gx_send_copy_cb, UCS_MEMORY_TYPE_HOST);
     ucs_status_ptr_t sp = ucp_tag_send_nbx((ucp_ep_h)ep, st->copybuf, len, tag, &p);
     if (sp != NULL && !UCS_PTR_IS_ERR(sp)) {
         /* In flight: the copy is the request's now (no callback can run
