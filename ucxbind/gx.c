@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static void gx_req_init(void *request) {
     memset(request, 0, sizeof(gx_req));
@@ -395,20 +397,8 @@ void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
     if (r != NULL && __atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) gx_complete(r, res);
 }
 
-int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                    uint64_t mask, int memtype, int spins, uintptr_t stp) {
-    ucp_worker_h wh = (ucp_worker_h)w;
-    gx_result *res = &gx_state(stp)->res;
-    gx_req *r = gx_recv_spin(wh, buf, len, tag, mask, memtype, spins, res);
-    if (r == NULL) return 1; /* done at once (or failed: res->status) */
-    if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
-        /* An expected receive not yet matched completes inside the cancel,
-         * as cancelled; a matched one does not, and is progressed until
-         * its data are in. */
-        ucp_request_cancel(wh, r);
-        while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
-            ucp_worker_progress(wh);
-    }
+/* gx_recv_now_end finishes gx_tag_recv_now once r is done. */
+static int gx_recv_now_end(gx_req *r, gx_result *res) {
     if (r->status == UCS_ERR_CANCELED) {
         res->req = NULL;
         gx_req_release(r);
@@ -416,4 +406,103 @@ int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
     }
     gx_complete(r, res);
     return 1;
+}
+
+/* gx_recv_now_start is gx_tag_recv_now up to its last wait, which it
+ * bounds by spins rounds: it returns 0 or 1 as gx_tag_recv_now does, or
+ * GX_RECV_MATCHED with the still-matched request in res->req. */
+static int gx_recv_now_start(ucp_worker_h wh, uintptr_t buf, size_t len, uint64_t tag,
+                             uint64_t mask, int memtype, int spins, gx_result *res) {
+    gx_req *r = gx_recv_spin(wh, buf, len, tag, mask, memtype, spins, res);
+    if (r == NULL) return 1; /* done at once (or failed: res->status) */
+    if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+        /* An expected receive not yet matched completes inside the cancel,
+         * as cancelled; a matched one does not, and is progressed until
+         * its data are in. */
+        ucp_request_cancel(wh, r);
+        for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+            ucp_worker_progress(wh);
+        if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) return GX_RECV_MATCHED;
+    }
+    return gx_recv_now_end(r, res);
+}
+
+static uint64_t gx_matched_count;
+
+uint64_t gx_recv_now_matched(void) {
+    return __atomic_load_n(&gx_matched_count, __ATOMIC_RELAXED);
+}
+
+int gx_recv_now_finish(uintptr_t w, uintptr_t stp) {
+    __atomic_fetch_add(&gx_matched_count, 1, __ATOMIC_RELAXED);
+    gx_result *res = &((gx_wstate *)stp)->res;
+    gx_req *r = res->req;
+    while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+        ucp_worker_progress((ucp_worker_h)w);
+    return gx_recv_now_end(r, res);
+}
+
+int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
+                    uint64_t mask, int memtype, int spins, uintptr_t stp) {
+    gx_result *res = &gx_state(stp)->res;
+    int got = gx_recv_now_start((ucp_worker_h)w, buf, len, tag, mask, memtype, spins, res);
+    return got == GX_RECV_MATCHED ? gx_recv_now_finish(w, stp) : got;
+}
+
+uintptr_t gx_fc_send(gx_wstate *st) {
+    gx_fcargs *a = &st->fc;
+    gx_tag_send(a->h, a->buf, a->len, a->tag, a->mode, a->memtype, (uintptr_t)st);
+    return 0;
+}
+
+uintptr_t gx_fc_send_copy(gx_wstate *st) {
+    gx_fcargs *a = &st->fc;
+    gx_tag_send_copy(a->h, a->buf, a->len, a->tag, (uintptr_t)st);
+    return 0;
+}
+
+uintptr_t gx_fc_recv(gx_wstate *st) {
+    gx_fcargs *a = &st->fc;
+    gx_tag_recv(a->h, a->buf, a->len, a->tag, a->mask, a->memtype, (uintptr_t)st);
+    return 0;
+}
+
+uintptr_t gx_fc_recv_wait(gx_wstate *st) {
+    gx_fcargs *a = &st->fc;
+    gx_tag_recv_wait(a->h, a->buf, a->len, a->tag, a->mask, a->memtype, a->spins,
+                     (uintptr_t)st);
+    return 0;
+}
+
+uintptr_t gx_fc_recv_now(gx_wstate *st) {
+    gx_fcargs *a = &st->fc;
+    gx_state((uintptr_t)st);
+    return gx_recv_now_start((ucp_worker_h)a->h, a->buf, a->len, a->tag, a->mask,
+                             a->memtype, a->spins, &st->res);
+}
+
+uintptr_t gx_fc_progress(gx_wstate *st) {
+    gx_fcargs *a = &st->fc;
+    return gx_progress_until(a->h, (volatile int32_t *)a->flag, a->spins, (uintptr_t)st);
+}
+
+uintptr_t gx_fc_call(uintptr_t fn, uintptr_t st) {
+    return ((uintptr_t (*)(gx_wstate *))fn)((gx_wstate *)st);
+}
+
+uintptr_t gx_stack_new(size_t size) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    if (mprotect(p, page, PROT_NONE) != 0) {
+        munmap(p, size + page);
+        return 0;
+    }
+    return ((uintptr_t)p + page + size) & ~(uintptr_t)15;
+}
+
+void gx_stack_free(uintptr_t top, size_t size) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    munmap((void *)(top - size - page), size + page);
 }

@@ -38,8 +38,23 @@ typedef struct gx_result {
 #define GX_DEAD_MAX 32
 /* GX_COPY_MAX is the largest message gx_tag_send_copy takes. */
 #define GX_COPY_MAX 4096
+/* gx_fcargs carries the arguments of a fast call (fastcall.go): the fast
+ * entry points below take only the state pointer, so Go writes their
+ * arguments here first. */
+typedef struct gx_fcargs {
+    uintptr_t h;   /* worker, or endpoint for sends */
+    uintptr_t buf;
+    size_t    len;
+    uint64_t  tag;
+    uint64_t  mask;
+    uintptr_t flag; /* volatile int32_t * that stops progress, or 0 */
+    int32_t   mode;
+    int32_t   memtype;
+    int32_t   spins;
+} gx_fcargs;
 typedef struct gx_wstate {
     gx_result res;
+    gx_fcargs fc;
     int32_t   ndead;
     gx_req   *dead[GX_DEAD_MAX];
     void     *copybuf; /* gx_tag_send_copy's buffer (GX_COPY_MAX bytes), or NULL */
@@ -131,5 +146,34 @@ int gx_worker_efd(ucp_worker_h w, int *fd);
 int gx_worker_arm(ucp_worker_h w);
 /* gx_poll_fd: poll(2) on fd; touches no UCX state, so it runs unlocked. */
 int gx_poll_fd(int efd, int timeout_ms);
+
+/* Fast entry points: the hot-path calls above with their arguments in
+ * st->fc, in the one-pointer form fastcall.go's trampoline calls (on a C
+ * stack, without the cgo runtime's transitions). Each is bounded: it runs
+ * at most st->fc.spins rounds of progress and never waits for anything
+ * else, because while it runs its goroutine cannot be descheduled. */
+uintptr_t gx_fc_send(gx_wstate *st);
+uintptr_t gx_fc_send_copy(gx_wstate *st);
+uintptr_t gx_fc_recv(gx_wstate *st);
+uintptr_t gx_fc_recv_wait(gx_wstate *st);
+/* gx_fc_recv_now is gx_tag_recv_now whose last wait is bounded: it returns
+ * 0 (nothing received) or 1 (received) as gx_tag_recv_now does, or
+ * GX_RECV_MATCHED when a receive UCP had matched is still being written
+ * after its rounds: the request is then in st->res.req, and
+ * gx_recv_now_finish (a plain cgo call) completes it. */
+enum { GX_RECV_MATCHED = 2 };
+uintptr_t gx_fc_recv_now(gx_wstate *st);
+int gx_recv_now_finish(uintptr_t w, uintptr_t st);
+/* gx_recv_now_matched counts gx_recv_now_finish calls, process-wide (for
+ * tests). */
+uint64_t gx_recv_now_matched(void);
+uintptr_t gx_fc_progress(gx_wstate *st);
+/* gx_fc_call calls a fast entry point through cgo (the fallback where
+ * there is no trampoline). */
+uintptr_t gx_fc_call(uintptr_t fn, uintptr_t st);
+/* gx_stack_new maps a C stack of size bytes below a guard page and returns
+ * its top (16-byte aligned), or 0; gx_stack_free unmaps it. */
+uintptr_t gx_stack_new(size_t size);
+void gx_stack_free(uintptr_t top, size_t size);
 
 #endif

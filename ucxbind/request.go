@@ -93,7 +93,10 @@ func (w *Worker) Send(ep *Endpoint, p unsafe.Pointer, n int, tag uint64, sync bo
 	if sync {
 		mode = C.GX_SEND_SYNC
 	}
-	C.gx_tag_send(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.int(mode), C.int(hint), w.stp())
+	a := w.args()
+	a.h, a.buf, a.len, a.tag = ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag)
+	a.mode, a.memtype = C.int32_t(mode), C.int32_t(hint)
+	w.call(fcSend)
 	runtime.KeepAlive(p)
 	return newRequest(w.res)
 }
@@ -111,7 +114,9 @@ const SendCopyMax = C.GX_COPY_MAX
 // does not complete the send at once (its inline path takes only a few
 // dozen bytes).
 func (w *Worker) SendCopy(ep *Endpoint, p unsafe.Pointer, n int, tag uint64) (Request, error) {
-	C.gx_tag_send_copy(ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), w.stp())
+	a := w.args()
+	a.h, a.buf, a.len, a.tag = ep.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag)
+	w.call(fcSendCopy)
 	runtime.KeepAlive(p)
 	return newRequest(w.res)
 }
@@ -124,7 +129,8 @@ func copiedInFlight() uint64 { return uint64(C.gx_copied_inflight()) }
 // tag equals tag in the bits set in mask. The caller keeps the memory at p
 // alive and pinned until the Request is done (see Send).
 func (w *Worker) Recv(p unsafe.Pointer, n int, tag, mask uint64, hint int) (Request, error) {
-	C.gx_tag_recv(w.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), w.stp())
+	w.recvArgs(p, n, tag, mask, hint, 0)
+	w.call(fcRecv)
 	runtime.KeepAlive(p)
 	return newRequest(w.res)
 }
@@ -134,7 +140,8 @@ func (w *Worker) Recv(p unsafe.Pointer, n int, tag, mask uint64, hint int) (Requ
 // completed Request (its UCP request already released); otherwise the
 // in-flight Request is returned as Recv would.
 func (w *Worker) RecvWait(p unsafe.Pointer, n int, tag, mask uint64, hint, spins int) (Request, error) {
-	C.gx_tag_recv_wait(w.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), C.int(spins), w.stp())
+	w.recvArgs(p, n, tag, mask, hint, spins)
+	w.call(fcRecvWait)
 	runtime.KeepAlive(p)
 	return newRequest(w.res)
 }
@@ -148,13 +155,27 @@ func (w *Worker) RecvWait(p unsafe.Pointer, n int, tag, mask uint64, hint, spins
 // or rendezvous) is progressed to completion first, so callers keep n small
 // enough that only a message larger than the buffer can be in that state.
 func (w *Worker) RecvNow(p unsafe.Pointer, n int, tag, mask uint64, hint, spins int) (Request, bool, error) {
-	got := C.gx_tag_recv_now(w.hp, C.uintptr_t(uintptr(p)), C.size_t(n), C.uint64_t(tag), C.uint64_t(mask), C.int(hint), C.int(spins), w.stp())
+	w.recvArgs(p, n, tag, mask, hint, spins)
+	got := w.call(fcRecvNow)
+	if got == C.GX_RECV_MATCHED {
+		// Matched and still being written: the wait for its end is not
+		// bounded, so it is not a fast call.
+		got = uintptr(C.gx_recv_now_finish(w.hp, w.stp()))
+	}
 	runtime.KeepAlive(p)
 	if got == 0 {
 		return Request{}, false, nil
 	}
 	req, err := newRequest(w.res)
 	return req, err == nil, err
+}
+
+// recvArgs fills the fast-call arguments of a receive.
+func (w *Worker) recvArgs(p unsafe.Pointer, n int, tag, mask uint64, hint, spins int) {
+	a := w.args()
+	a.h, a.buf, a.len = w.hp, C.uintptr_t(uintptr(p)), C.size_t(n)
+	a.tag, a.mask = C.uint64_t(tag), C.uint64_t(mask)
+	a.memtype, a.spins = C.int32_t(hint), C.int32_t(spins)
 }
 
 // Message is a probed and removed (matched) message awaiting RecvMessage.

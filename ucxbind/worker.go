@@ -26,6 +26,9 @@ type Worker struct {
 	hp  C.uintptr_t
 	st  *C.gx_wstate
 	res *C.gx_result // &st.res
+	// stack is the top of the worker's C stack for fast calls
+	// (fastcall.go), or 0 when its calls go through cgo.
+	stack uintptr
 	// zombies are requests released by their owner before completion; they
 	// go back to UCP once their callback has run (see reap).
 	zombies []*C.gx_req
@@ -51,6 +54,9 @@ func (c *Context) NewWorker() (*Worker, error) {
 	w.hp = C.uintptr_t(uintptr(unsafe.Pointer(w.h)))
 	w.st = (*C.gx_wstate)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gx_wstate{}))))
 	w.res = &w.st.res
+	if fastCallsWanted() {
+		w.stack = uintptr(C.gx_stack_new(fcStackSize))
+	}
 	return w, nil
 }
 
@@ -84,7 +90,9 @@ func (w *Worker) Address() ([]byte, error) {
 // Progress calls ucp_worker_progress up to spins times in one cgo call and
 // returns the number of events handled.
 func (w *Worker) Progress(spins int) int {
-	n := int(C.gx_progress_until(w.hp, nil, C.int(spins), w.stp()))
+	a := w.args()
+	a.h, a.spins = w.hp, C.int32_t(spins)
+	n := int(w.call(fcProgress))
 	if len(w.zombies) > 0 {
 		w.reap()
 	}
@@ -94,13 +102,13 @@ func (w *Worker) Progress(spins int) int {
 // ProgressUntil progresses the worker until r completes or spins calls
 // have been made.
 func (w *Worker) ProgressUntil(r *Request, spins int) int {
-	var flag *C.int32_t
-	if r.r != nil {
-		flag = &r.r.done
-	} else {
+	if r.r == nil {
 		return 0
 	}
-	n := int(C.gx_progress_until(w.hp, flag, C.int(spins), w.stp()))
+	a := w.args()
+	a.h, a.spins = w.hp, C.int32_t(spins)
+	a.flag = C.uintptr_t(uintptr(unsafe.Pointer(&r.r.done)))
+	n := int(w.call(fcProgress))
 	if len(w.zombies) > 0 {
 		w.reap()
 	}
@@ -139,7 +147,10 @@ func (w *Worker) Close() {
 	C.gx_state_close(w.st)
 	C.ucp_worker_destroy(w.h)
 	C.free(unsafe.Pointer(w.st))
-	w.h, w.hp, w.st, w.res = nil, 0, nil, nil
+	if w.stack != 0 {
+		C.gx_stack_free(C.uintptr_t(w.stack), fcStackSize)
+	}
+	w.h, w.hp, w.st, w.res, w.stack = nil, 0, nil, nil, 0
 }
 
 func (w *Worker) reap() {
