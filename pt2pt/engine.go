@@ -412,8 +412,9 @@ func (c *Comm) Send(m Mem, dest, tag int, sync bool) error {
 // was full) is waited for before TrySend returns, as Send would. Argument
 // errors are reported as Send would.
 func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
-	r, sent, err := c.trySend(m, dest, tag, c.ctx, "send")
-	if sent && err == nil && !r.done {
+	op, sent, err := c.trySend(m, dest, tag, c.ctx, "send")
+	if sent && err == nil && op != nil {
+		r := Request{op: op, comm: c, dest: dest}
 		_, err = r.Wait()
 	}
 	return sent, err
@@ -426,29 +427,35 @@ func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
 // sends a collective's messages this way first, so that the caller's send
 // buffer need not be pinned.
 func (c *Comm) TrySendColl(m Mem, dest, tag int) (Request, bool, error) {
-	return c.trySend(m, dest, tag, c.ctx+1, "coll send")
+	op, sent, err := c.trySend(m, dest, tag, c.ctx+1, "coll send")
+	if !sent || err != nil {
+		return Request{}, sent, err
+	}
+	return Request{op: op, comm: c, dest: dest, done: op == nil}, true, nil
 }
 
-// trySend is TrySend and TrySendColl: when sent, the Request is done
-// unless the transport still holds the message queued.
-func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Request, bool, error) {
+// trySend is TrySend and TrySendColl: when sent, op is the transport's
+// operation still holding the message queued, or nil when it is gone (also
+// for ProcNull). It builds no Request: the blocking send's common case
+// needs none.
+func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Op, bool, error) {
 	if err := c.checkSend(name, m, dest, tag); err != nil {
-		return Request{}, false, err
+		return nil, false, err
 	}
 	if dest == ProcNull {
-		return Request{comm: c, dest: dest, done: true}, true, nil
+		return nil, true, nil
 	}
 	if c.e.imm == nil || m.Kind != Host {
-		return Request{}, false, nil
+		return nil, false, nil
 	}
 	op, sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
 	// The pass comes after the send, off the path a reply waits on (a
 	// receive's comes before it: the receiver is about to wait anyway).
 	c.e.passScheduler()
 	if err != nil {
-		return Request{}, false, &OpError{Op: name, Class: ErrOther, Err: err}
+		return nil, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
-	return Request{op: op, comm: c, dest: dest, done: op == nil}, sent, nil
+	return op, sent, nil
 }
 
 // TryRecvMax is the largest receive buffer TryRecv hands to the
@@ -494,9 +501,8 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 	if !ok {
 		return Status{}, false, nil
 	}
-	r := Request{comm: c, recv: true, bufLen: m.Len}
-	r.complete(res)
-	return r.status, true, r.err
+	st, err := recvOutcome(res, m.Len)
+	return st, true, err
 }
 
 // CheckRecv reports the error a receive into m from src with tag would
@@ -619,21 +625,31 @@ func (r *Request) finish() {
 func (r *Request) complete(res Result) {
 	r.done = true
 	if r.recv {
-		_, src, tag := unpackTag(res.Tag)
-		r.status = Status{Source: src, Tag: tag, Bytes: res.Len, Cancelled: res.Cancelled}
+		r.status, r.err = recvOutcome(res, r.bufLen)
+		return
 	}
 	switch {
 	case res.Cancelled:
 		r.status.Cancelled = true
-	case res.Truncated:
-		r.err = opErr("recv", ErrTruncate, "message of %d bytes from rank %d, buffer of %d bytes", res.Len, r.status.Source, r.bufLen)
 	case res.Err != nil:
-		name := "send"
-		if r.recv {
-			name = "recv"
-		}
-		r.err = &OpError{Op: name, Class: ErrOther, Err: res.Err}
+		r.err = &OpError{Op: "send", Class: ErrOther, Err: res.Err}
 	}
+}
+
+// recvOutcome is a finished receive's status and error, from the
+// transport's result and the receive buffer's length.
+func recvOutcome(res Result, bufLen int) (Status, error) {
+	_, src, tag := unpackTag(res.Tag)
+	st := Status{Source: src, Tag: tag, Bytes: res.Len, Cancelled: res.Cancelled}
+	switch {
+	case res.Cancelled:
+		return st, nil
+	case res.Truncated:
+		return st, opErr("recv", ErrTruncate, "message of %d bytes from rank %d, buffer of %d bytes", res.Len, src, bufLen)
+	case res.Err != nil:
+		return st, &OpError{Op: "recv", Class: ErrOther, Err: res.Err}
+	}
+	return st, nil
 }
 
 // Test reports whether the request has completed, progressing the
