@@ -249,3 +249,55 @@ func TestFastCallsUnderGCAndSignals(t *testing.T) {
 		t.Fatal("no garbage collection ran during the calls")
 	}
 }
+
+// BenchmarkSendRecvNow: one 8-byte copied send and the immediate receive
+// that takes it, between two workers of this process, with the calls made
+// through cgo and through the trampoline: the crossing's cost per pair of
+// calls is the difference.
+func BenchmarkSendRecvNow(b *testing.B) {
+	modes := []string{"0"}
+	if cstack.Available {
+		modes = append(modes, "1")
+	}
+	for _, env := range modes {
+		name := map[string]string{"0": "cgo", "1": "fast"}[env]
+		b.Run(name, func(b *testing.B) {
+			b.Setenv("GOMPIX_UCX_FASTCALL", env)
+			ctx, err := NewContext(ContextParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ctx.Close()
+			x, _ := ctx.NewWorker()
+			y, _ := ctx.NewWorker()
+			defer x.Close()
+			defer y.Close()
+			addr, _ := y.Address()
+			ep, err := x.Connect(addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer x.CloseEndpoint(ep, true)
+			src, dst := make([]byte, 8), make([]byte, 8)
+			b.ReportAllocs()
+			for b.Loop() {
+				sr, err := x.SendCopy(ep, ptr(src), 8, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for got := false; !got; {
+					if _, got, err = y.RecvNow(ptr(dst), 8, 1, ^uint64(0), HintHost, 64); err != nil {
+						b.Fatal(err)
+					}
+					if !got {
+						x.Progress(1)
+					}
+				}
+				for !sr.Done() {
+					x.Progress(1)
+				}
+				x.Release(&sr)
+			}
+		})
+	}
+}
