@@ -23,6 +23,8 @@ var (
 		"longest single sleep on the event fd (a backstop; a completion wakes sleepers at once)")
 	cfgWireupTimeout = config.NewDuration("GOMPIX_WIREUP_TIMEOUT", 60*time.Second,
 		"how long Init waits for the launcher's key-value store and for every rank to arrive")
+	cfgFastCalls = config.NewInt("GOMPIX_UCX_FASTCALL", 1,
+		"1: the per-message calls into UCX go through ucxbind's trampoline on a C stack (amd64); 0: through cgo, as every other call (docs/ucx-in-go.md, \"Fast calls\")")
 )
 
 // state is the process-wide MPI state between Init and Finalize.
@@ -32,6 +34,7 @@ type state struct {
 	client *wireup.Client
 	engine *pt2pt.Engine
 	world  *Comm
+	ucx    *ucx.Transport // the transport under any decorator (tests read it)
 	// stopProfile ends GOMPIX_CPUPROFILE's profile (nil when off).
 	stopProfile func() error
 }
@@ -90,6 +93,13 @@ func start() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	fast, err := cfgFastCalls.Get()
+	if err != nil {
+		return nil, err
+	}
+	if fast != 0 && fast != 1 {
+		return nil, fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", fast)
+	}
 	oversubscribed := env.LocalSize > runtime.NumCPU()
 	if spin < 0 {
 		spin = 4096
@@ -121,13 +131,14 @@ func start() (*state, error) {
 		s.kv = newLocalKV()
 	}
 	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep,
-		Oversubscribed: oversubscribed})
+		Oversubscribed: oversubscribed, CgoCalls: fast == 0})
 	if err != nil {
 		if s.client != nil {
 			s.client.Close()
 		}
 		return nil, err
 	}
+	s.ucx = t
 	s.engine = pt2pt.NewEngine(wrapGPU(t, gcfg), pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = env.Node

@@ -38,12 +38,17 @@ type ContextParams struct {
 	Wakeup bool
 	// EstimatedEndpoints hints the job size to UCX (0: unknown).
 	EstimatedEndpoints int
+	// CgoCalls makes the workers' per-message calls through cgo even where
+	// the trampoline exists (fastcall.go): a switch for comparisons and a
+	// way out should the trampoline misbehave somewhere.
+	CgoCalls bool
 }
 
 // Context is a UCP application context (ucp_context_h).
 type Context struct {
-	h      C.ucp_context_h
-	wakeup bool
+	h        C.ucp_context_h
+	wakeup   bool
+	cgoCalls bool
 }
 
 // NewContext initialises UCP with the tag-matching feature.
@@ -56,7 +61,7 @@ func NewContext(p ContextParams) (*Context, error) {
 	if st := C.gx_context_create(C.int(w), C.uint64_t(p.EstimatedEndpoints), &h); st != 0 {
 		return nil, statusErr("ucp_init", st)
 	}
-	return &Context{h: h, wakeup: p.Wakeup}, nil
+	return &Context{h: h, wakeup: p.Wakeup, cgoCalls: p.CgoCalls}, nil
 }
 
 // MemoryTypes reports the memory types the context's transports accept

@@ -6,7 +6,6 @@ package ucxbind
 import "C"
 
 import (
-	"os"
 	"unsafe"
 
 	"github.com/gompix/gompix/ucxbind/internal/cstack"
@@ -43,8 +42,9 @@ import (
 // signal stack, sees a program counter outside Go and neither preempts nor
 // unwinds there.
 //
-// Architectures without a trampoline (cstack.Available false), and any process
-// run with GOMPIX_UCX_FASTCALL=0, make the same calls through cgo.
+// Architectures without a trampoline (cstack.Available false), and
+// contexts created with ContextParams.CgoCalls (gompix: GOMPIX_UCX_FASTCALL=0),
+// make the same calls through cgo.
 const fcStackSize = 1 << 20
 
 // The fast entry points (gx.h), as addresses for cstack.Call.
@@ -56,11 +56,6 @@ var (
 	fcRecvNow  = uintptr(unsafe.Pointer(C.gx_fc_recv_now))
 	fcProgress = uintptr(unsafe.Pointer(C.gx_fc_progress))
 )
-
-// fastCallsWanted reports whether new workers use the trampoline.
-func fastCallsWanted() bool {
-	return cstack.Available && os.Getenv("GOMPIX_UCX_FASTCALL") != "0"
-}
 
 // FastCalls reports whether w's per-message calls use the trampoline.
 func (w *Worker) FastCalls() bool { return w.stack != 0 }

@@ -23,21 +23,17 @@ func callModes(t *testing.T, f func(t *testing.T, fast bool)) {
 	}
 	for _, fast := range modes {
 		name := "cgo"
-		env := "0"
 		if fast {
-			name, env = "fast", "1"
+			name = "fast"
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Setenv("GOMPIX_UCX_FASTCALL", env)
-			f(t, fast)
-		})
+		t.Run(name, func(t *testing.T) { f(t, fast) })
 	}
 }
 
 // pairMode is pair, failing unless the workers use the mode asked for.
 func pairMode(t *testing.T, fast bool) (*Worker, *Worker, *Endpoint) {
 	t.Helper()
-	_, a, b, ep := pair(t)
+	_, a, b, ep := pairWith(t, ContextParams{Wakeup: true, CgoCalls: !fast})
 	if a.FastCalls() != fast || b.FastCalls() != fast {
 		t.Fatalf("fast calls: workers report %v/%v, want %v", a.FastCalls(), b.FastCalls(), fast)
 	}
@@ -158,7 +154,6 @@ func TestFastCallsUnderGCAndSignals(t *testing.T) {
 	if !cstack.Available {
 		t.Skip("no trampoline on " + runtime.GOARCH + ": the calls go through cgo, covered by TestCallModes")
 	}
-	t.Setenv("GOMPIX_UCX_FASTCALL", "1")
 	if err := pprof.StartCPUProfile(io.Discard); err == nil {
 		defer pprof.StopCPUProfile()
 	}
@@ -189,7 +184,7 @@ func TestFastCallsUnderGCAndSignals(t *testing.T) {
 	// different workers run on different threads at once.
 	errs := make(chan string, 2)
 	for p := 0; p < 2; p++ {
-		_, a, b, ep := pair(t)
+		a, b, ep := pairMode(t, true)
 		pairs.Add(1)
 		go func() {
 			defer pairs.Done()
@@ -255,15 +250,14 @@ func TestFastCallsUnderGCAndSignals(t *testing.T) {
 // through cgo and through the trampoline: the crossing's cost per pair of
 // calls is the difference.
 func BenchmarkSendRecvNow(b *testing.B) {
-	modes := []string{"0"}
+	modes := []bool{false}
 	if cstack.Available {
-		modes = append(modes, "1")
+		modes = append(modes, true)
 	}
-	for _, env := range modes {
-		name := map[string]string{"0": "cgo", "1": "fast"}[env]
+	for _, fast := range modes {
+		name := map[bool]string{false: "cgo", true: "fast"}[fast]
 		b.Run(name, func(b *testing.B) {
-			b.Setenv("GOMPIX_UCX_FASTCALL", env)
-			ctx, err := NewContext(ContextParams{})
+			ctx, err := NewContext(ContextParams{CgoCalls: !fast})
 			if err != nil {
 				b.Fatal(err)
 			}

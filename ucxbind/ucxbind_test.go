@@ -12,7 +12,13 @@ import (
 // smallest real UCX setup (transports: self/shared memory).
 func pair(t *testing.T) (*Context, *Worker, *Worker, *Endpoint) {
 	t.Helper()
-	ctx, err := NewContext(ContextParams{Wakeup: true})
+	return pairWith(t, ContextParams{Wakeup: true})
+}
+
+// pairWith is pair on a context made with p.
+func pairWith(t *testing.T, p ContextParams) (*Context, *Worker, *Worker, *Endpoint) {
+	t.Helper()
+	ctx, err := NewContext(p)
 	if err != nil {
 		t.Fatal(err)
 	}

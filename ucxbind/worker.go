@@ -8,6 +8,8 @@ import "C"
 
 import (
 	"unsafe"
+
+	"github.com/gompix/gompix/ucxbind/internal/cstack"
 )
 
 // Worker is a UCP worker (ucp_worker_h) in SERIALIZED thread mode: its
@@ -54,7 +56,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	w.hp = C.uintptr_t(uintptr(unsafe.Pointer(w.h)))
 	w.st = (*C.gx_wstate)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gx_wstate{}))))
 	w.res = &w.st.res
-	if fastCallsWanted() {
+	if cstack.Available && !c.cgoCalls {
 		w.stack = uintptr(C.gx_stack_new(fcStackSize))
 	}
 	return w, nil

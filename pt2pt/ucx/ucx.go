@@ -42,6 +42,9 @@ type Config struct {
 	// Oversubscribed: this node runs more ranks than it has cores, which
 	// changes a UCX default (envDefaults).
 	Oversubscribed bool
+	// CgoCalls makes every call into UCX through cgo, none through
+	// ucxbind's trampoline (ucxbind.ContextParams.CgoCalls).
+	CgoCalls bool
 }
 
 // envDefaults are the settings applied to UCX's environment before it
@@ -140,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 		}
 	}
 	var err error
-	if t.ctx, err = ucxbind.NewContext(ucxbind.ContextParams{Wakeup: true, EstimatedEndpoints: cfg.Size}); err != nil {
+	if t.ctx, err = ucxbind.NewContext(ucxbind.ContextParams{Wakeup: true, EstimatedEndpoints: cfg.Size, CgoCalls: cfg.CgoCalls}); err != nil {
 		return nil, err
 	}
 	if t.w, err = t.ctx.NewWorker(); err != nil {
@@ -170,7 +173,12 @@ func (t *Transport) Context() *ucxbind.Context { return t.ctx }
 func (t *Transport) DeviceMemory() bool { return t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0 }
 
 func (t *Transport) Rank() int { return t.cfg.Rank }
-func (t *Transport) Size() int { return t.cfg.Size }
+
+// FastCalls reports whether the worker's per-message calls go through
+// ucxbind's trampoline rather than cgo (Config.CgoCalls, and the
+// architecture).
+func (t *Transport) FastCalls() bool { return t.w.FastCalls() }
+func (t *Transport) Size() int       { return t.cfg.Size }
 
 // endpoint returns the endpoint to dest, creating it on first use. t.mu is
 // not held on entry; it is held on successful return.
