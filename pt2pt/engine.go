@@ -41,6 +41,9 @@ type Engine struct {
 	br  BlockingReceiver
 	imm ImmediateSender
 	ir  ImmediateReceiver
+	// neutral: the transport is SchedulerNeutral, so the immediate paths
+	// skip passScheduler.
+	neutral bool
 
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
@@ -101,6 +104,9 @@ func NewEngine(t Transport, o Options) *Engine {
 	e.br, _ = t.(BlockingReceiver)
 	e.imm, _ = t.(ImmediateSender)
 	e.ir, _ = t.(ImmediateReceiver)
+	if n, ok := t.(SchedulerNeutral); ok && n.SchedulerNeutral() {
+		e.neutral = true
+	}
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
 	return e
 }
@@ -451,7 +457,9 @@ func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Op, bool,
 	op, sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
 	// The pass comes after the send, off the path a reply waits on (a
 	// receive's comes before it: the receiver is about to wait anyway).
-	c.e.passScheduler()
+	if !c.e.neutral {
+		c.e.passScheduler()
+	}
 	if err != nil {
 		return nil, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
@@ -492,7 +500,9 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 	if c.e.ir == nil || m.Kind != Host || m.Len > TryRecvMax {
 		return Status{}, false, nil
 	}
-	c.e.passScheduler()
+	if !c.e.neutral {
+		c.e.passScheduler()
+	}
 	t, mask := matchTag(ctx, src, tag)
 	res, ok, err := c.e.ir.TryRecv(m, t, mask)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/pt2pt/inproc"
 )
 
 // TestOperationsPassTheScheduler checks that a goroutine that only starts
@@ -87,4 +88,70 @@ func recvTry(c *pt2pt.Comm, src int) (pt2pt.Status, error) {
 		return st, err
 	}
 	return c.Recv(m, src, 3)
+}
+
+// immediate gives the in-process transport immediate sends and receives
+// (its sends are eager; a receive is immediate when Iprobe finds the
+// message), and says whether it is SchedulerNeutral.
+type immediate struct {
+	pt2pt.Transport
+	neutral bool
+}
+
+func (t immediate) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
+	op, err := t.Isend(dest, m, tag, false)
+	if err != nil {
+		return nil, false, err
+	}
+	if !op.Done() {
+		return op, true, nil
+	}
+	op.Release()
+	return nil, true, nil
+}
+
+func (t immediate) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+	if _, _, ok, err := t.Iprobe(tag, mask); !ok || err != nil {
+		return pt2pt.Result{}, false, err
+	}
+	op, err := t.Irecv(m, tag, mask)
+	if err != nil {
+		return pt2pt.Result{}, false, err
+	}
+	res := op.Result()
+	op.Release()
+	return res, true, nil
+}
+
+func (t immediate) SchedulerNeutral() bool { return t.neutral }
+
+// TestSchedulerNeutralSkipsThePass: the immediate send and receive pass
+// the scheduler over a transport whose calls can lose the P, and not over
+// one that says they cannot (pt2pt.SchedulerNeutral).
+func TestSchedulerNeutralSkipsThePass(t *testing.T) {
+	defer pt2pt.SetSchedulerInterval(0)()
+	for _, neutral := range []bool{false, true} {
+		var passes atomic.Int64
+		restore := pt2pt.SetGosched(func() { passes.Add(1) })
+		f := inproc.NewFabric(1)
+		e := pt2pt.NewEngine(immediate{f.Transport(0), neutral}, pt2pt.Options{SpinIterations: 10})
+		c := e.World()
+		b := pt2pt.HostMem(make([]byte, 8))
+		for i := 0; i < 4*pt2pt.SchedulerCheckEvery; i++ {
+			if sent, err := c.TrySend(b, 0, 1); !sent || err != nil {
+				t.Fatalf("TrySend: sent %v, %v", sent, err)
+			}
+			if _, ok, err := c.TryRecv(b, 0, 1); !ok || err != nil {
+				t.Fatalf("TryRecv: received %v, %v", ok, err)
+			}
+		}
+		restore()
+		want := int64(8) // 8 × SchedulerCheckEvery immediate operations
+		if neutral {
+			want = 0
+		}
+		if got := passes.Load(); got != want {
+			t.Errorf("neutral %v: %d scheduler passes, want %d", neutral, got, want)
+		}
+	}
 }

@@ -116,6 +116,17 @@ type ImmediateSender interface {
 	TrySend(dest int, m Mem, tag uint64) (inFlight Op, sent bool, err error)
 }
 
+// SchedulerNeutral is implemented by transports whose per-message calls
+// never put the calling goroutine in the runtime's system-call state (UCX
+// over ucxbind's fast calls, on amd64): a goroutine the runtime's monitor
+// finds running for long keeps its P, so the engine's scheduler pass on the
+// immediate paths (Engine.passScheduler), there to keep the monitor from
+// taking the P away in the middle of a cgo call, is not needed. It costs an
+// atomic add per operation.
+type SchedulerNeutral interface {
+	SchedulerNeutral() bool
+}
+
 // ImmediateReceiver is implemented by transports that can receive a
 // message that is there or arrives within a short poll entirely inside one
 // call. TryRecv returns the received message's Result when it received one

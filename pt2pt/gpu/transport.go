@@ -133,6 +133,7 @@ var (
 	_ pt2pt.BlockingReceiver      = (*Transport)(nil)
 	_ pt2pt.ImmediateSender       = (*Transport)(nil)
 	_ pt2pt.ImmediateReceiver     = (*Transport)(nil)
+	_ pt2pt.SchedulerNeutral      = (*Transport)(nil)
 )
 
 // New wraps inner.
@@ -485,6 +486,14 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // it has one (pt2pt.BlockingReceiver).
 func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	return t.irecv(m, tag, mask, t.br != nil)
+}
+
+// SchedulerNeutral forwards the inner transport's answer
+// (pt2pt.SchedulerNeutral): the decorator's own work on the immediate paths,
+// which only host messages take, makes no C call.
+func (t *Transport) SchedulerNeutral() bool {
+	n, ok := t.inner.(pt2pt.SchedulerNeutral)
+	return ok && n.SchedulerNeutral()
 }
 
 // TryRecv receives a short host message inside one call of the wrapped

@@ -91,6 +91,7 @@ var (
 	_ pt2pt.FocusedProgresser = (*Transport)(nil)
 	_ pt2pt.BlockingReceiver  = (*Transport)(nil)
 	_ pt2pt.ImmediateSender   = (*Transport)(nil)
+	_ pt2pt.SchedulerNeutral  = (*Transport)(nil)
 	_ pt2pt.ImmediateReceiver = (*Transport)(nil)
 )
 
@@ -173,6 +174,11 @@ func (t *Transport) Context() *ucxbind.Context { return t.ctx }
 func (t *Transport) DeviceMemory() bool { return t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0 }
 
 func (t *Transport) Rank() int { return t.cfg.Rank }
+
+// SchedulerNeutral reports whether the per-message calls leave the
+// goroutine out of the runtime's system-call state (pt2pt.SchedulerNeutral):
+// so they do when they go through ucxbind's trampoline.
+func (t *Transport) SchedulerNeutral() bool { return t.w.FastCalls() }
 
 // FastCalls reports whether the worker's per-message calls go through
 // ucxbind's trampoline rather than cgo (Config.CgoCalls, and the
@@ -368,6 +374,14 @@ func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, 
 		return pt2pt.Result{}, false, fmt.Errorf("ucx transport closed")
 	}
 	req, ok, err := t.w.RecvNow(m.Ptr, m.Len, tag, mask, hint(m), t.tryRecvRounds)
+	if ok && !req.Held() {
+		// The common case, read straight into the result: a message
+		// received whole, its UCP request already given back.
+		if st, rtag, n := req.Result(); st == ucxbind.StatusOK {
+			t.mu.Unlock()
+			return pt2pt.Result{Tag: rtag, Len: int(n)}, true, nil
+		}
+	}
 	var res pt2pt.Result
 	if ok {
 		res = result(&req)
