@@ -504,15 +504,19 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 		c.e.passScheduler()
 	}
 	t, mask := matchTag(ctx, src, tag)
-	res, ok, err := c.e.ir.TryRecv(m, t, mask)
+	rv, ok, err := c.e.ir.TryRecv(m, t, mask)
 	if err != nil {
 		return Status{}, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
 	if !ok {
 		return Status{}, false, nil
 	}
-	st, err := recvOutcome(res, m.Len)
-	return st, true, err
+	_, s, tg := unpackTag(rv.Tag)
+	st := Status{Source: s, Tag: tg, Bytes: rv.Len}
+	if rv.Truncated {
+		return st, true, truncation(rv.Len, s, m.Len)
+	}
+	return st, true, nil
 }
 
 // CheckRecv reports the error a receive into m from src with tag would
@@ -646,6 +650,12 @@ func (r *Request) complete(res Result) {
 	}
 }
 
+// truncation is the error of a receive of n bytes from src into a buffer
+// of bufLen.
+func truncation(n, src, bufLen int) error {
+	return opErr("recv", ErrTruncate, "message of %d bytes from rank %d, buffer of %d bytes", n, src, bufLen)
+}
+
 // recvOutcome is a finished receive's status and error, from the
 // transport's result and the receive buffer's length.
 func recvOutcome(res Result, bufLen int) (Status, error) {
@@ -655,7 +665,7 @@ func recvOutcome(res Result, bufLen int) (Status, error) {
 	case res.Cancelled:
 		return st, nil
 	case res.Truncated:
-		return st, opErr("recv", ErrTruncate, "message of %d bytes from rank %d, buffer of %d bytes", res.Len, src, bufLen)
+		return st, truncation(res.Len, src, bufLen)
 	case res.Err != nil:
 		return st, &OpError{Op: "recv", Class: ErrOther, Err: res.Err}
 	}

@@ -110,17 +110,18 @@ func (t immediate) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, e
 	return nil, true, nil
 }
 
-func (t immediate) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+func (t immediate) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	if _, _, ok, err := t.Iprobe(tag, mask); !ok || err != nil {
-		return pt2pt.Result{}, false, err
+		return pt2pt.Received{}, false, err
 	}
 	op, err := t.Irecv(m, tag, mask)
 	if err != nil {
-		return pt2pt.Result{}, false, err
+		return pt2pt.Received{}, false, err
 	}
 	res := op.Result()
 	op.Release()
-	return res, true, nil
+	rv, err := res.Received()
+	return rv, err == nil, err
 }
 
 func (t immediate) SchedulerNeutral() bool { return t.neutral }

@@ -129,10 +129,28 @@ type SchedulerNeutral interface {
 
 // ImmediateReceiver is implemented by transports that can receive a
 // message that is there or arrives within a short poll entirely inside one
-// call. TryRecv returns the received message's Result when it received one
-// (no Op: nothing is left to release); when it reports false, nothing was
-// left posted. Either way the transport keeps no reference to m afterwards,
-// so a blocking receive served this way needs no pinned Go memory.
+// call. TryRecv describes the message when it received one (no Op: nothing
+// is left to release); when it reports false, nothing was left posted; an
+// error is the call's or the receive's failure. Either way the transport
+// keeps no reference to m afterwards, so a blocking receive served this way
+// needs no pinned Go memory.
 type ImmediateReceiver interface {
-	TryRecv(m Mem, tag, mask uint64) (Result, bool, error)
+	TryRecv(m Mem, tag, mask uint64) (Received, bool, error)
+}
+
+// Received is what an immediate receive built from a finished receive op
+// reports: the message, or its failure.
+func (r Result) Received() (Received, error) {
+	return Received{Tag: r.Tag, Len: r.Len, Truncated: r.Truncated}, r.Err
+}
+
+// Received describes a message an immediate receive took. It is a small
+// struct on purpose: the compiler keeps a struct of at most four fields and
+// 32 bytes in registers, where a larger one (Result) is written to the
+// stack field by field and copied with wider loads than the stores that
+// wrote it, which stalls on a blocking receive's path.
+type Received struct {
+	Tag       uint64 // the sender's transport tag
+	Len       int    // the message's length (also when truncated)
+	Truncated bool   // longer than the buffer: Len bytes were sent, the buffer's fit
 }

@@ -218,10 +218,10 @@ func (l *lateOp) Done() bool {
 	return l.Op.Done()
 }
 
-func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	op, err := s.Irecv(m, tag, mask)
 	if err != nil {
-		return pt2pt.Result{}, false, err
+		return pt2pt.Received{}, false, err
 	}
 	for i := 0; i < 64 && !op.Done(); i++ {
 		s.Progress()
@@ -235,10 +235,11 @@ func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, 
 	res := op.Result()
 	op.Release()
 	if res.Cancelled {
-		return pt2pt.Result{}, false, nil
+		return pt2pt.Received{}, false, nil
 	}
 	s.received++
-	return res, true, nil
+	rv, err := res.Received()
+	return rv, err == nil, err
 }
 
 func (s *immSender) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {

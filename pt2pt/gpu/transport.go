@@ -510,9 +510,9 @@ func (t *Transport) SchedulerNeutral() bool {
 // covered, and TryRecv reports nothing received; the caller's ordinary
 // receive then takes it from the stash. With a stash already there, it
 // declines, since the stash is ahead of the transport.
-func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	if t.ir == nil || m.Kind == pt2pt.Device || t.nstash.Load() > 0 {
-		return pt2pt.Result{}, false, nil
+		return pt2pt.Received{}, false, nil
 	}
 	mask &^= pt2pt.DescriptorBit
 	tag &= mask
@@ -535,7 +535,7 @@ func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, 
 		land = pt2pt.Mem{Ptr: sm.mem(descSize), Len: descSize}
 	}
 	res, ok, err := t.ir.TryRecv(land, tag, mask)
-	if !ok || err != nil || res.Err != nil {
+	if !ok || err != nil {
 		return res, ok, err
 	}
 	got := unsafe.Slice((*byte)(land.Ptr), land.Len)
@@ -552,9 +552,9 @@ func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, 
 		copy(got[:descSize], saved[:])
 	}
 	if _, err := t.stashDescriptor(res.Tag, s, n); err != nil {
-		return pt2pt.Result{}, false, err
+		return pt2pt.Received{}, false, err
 	}
-	return pt2pt.Result{}, false, nil
+	return pt2pt.Received{}, false, nil
 }
 
 // stashDescriptor decodes the n-byte descriptor with transport tag mt that

@@ -367,31 +367,27 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // (tryRecvRounds) outlasts a few round trips between ranks of a node and
 // holds the worker lock meanwhile; a longer wait goes on in the ordinary
 // blocking receive, which lets go of the lock between rounds.
-func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Result, bool, error) {
+func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return pt2pt.Result{}, false, fmt.Errorf("ucx transport closed")
+		return pt2pt.Received{}, false, fmt.Errorf("ucx transport closed")
 	}
 	req, ok, err := t.w.RecvNow(m.Ptr, m.Len, tag, mask, hint(m), t.tryRecvRounds)
-	if ok && !req.Held() {
-		// The common case, read straight into the result: a message
-		// received whole, its UCP request already given back.
-		if st, rtag, n := req.Result(); st == ucxbind.StatusOK {
-			t.mu.Unlock()
-			return pt2pt.Result{Tag: rtag, Len: int(n)}, true, nil
-		}
-	}
-	var res pt2pt.Result
-	if ok {
-		res = result(&req)
-		t.w.Release(&req) // a no-op unless UCP request memory is held
-	}
-	t.mu.Unlock()
 	if !ok {
-		return pt2pt.Result{}, false, err
+		t.mu.Unlock()
+		return pt2pt.Received{}, false, err
 	}
-	return res, true, nil
+	st, rtag, n := req.Result()
+	t.w.Release(&req) // a no-op unless UCP request memory is held
+	t.mu.Unlock()
+	switch st {
+	case ucxbind.StatusOK:
+		return pt2pt.Received{Tag: rtag, Len: int(n)}, true, nil
+	case ucxbind.StatusTruncated:
+		return pt2pt.Received{Tag: rtag, Len: int(n), Truncated: true}, true, nil
+	}
+	return pt2pt.Received{}, false, req.Err("tag receive")
 }
 
 func (t *Transport) Iprobe(tag, mask uint64) (uint64, int, bool, error) {
