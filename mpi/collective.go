@@ -84,12 +84,12 @@ func (a collComm) TrySend(buf []byte, dest, tag int) (coll.Request, bool, error)
 		}
 		return nil, false, err
 	}
-	if r.Done() {
+	if r == nil {
 		return nil, true, nil // nil: complete (coll's immediateSender)
 	}
 	// Still queued in the transport: the schedule waits for it like a
 	// posted send (buf is free already).
-	q, err := newCollMsg(r, nil)
+	q, err := newCollMsg(*r, nil)
 	return q, true, err
 }
 

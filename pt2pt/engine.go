@@ -429,15 +429,16 @@ func (c *Comm) TrySend(m Mem, dest, tag int) (bool, error) {
 // TrySendColl is TrySend on c's collective context, without the wait: a
 // message still queued in the transport comes back as a pending Request
 // (which the caller waits for, tests or frees; m is free either way), so
-// that a nonblocking collective's progress never blocks on it. Package mpi
-// sends a collective's messages this way first, so that the caller's send
-// buffer need not be pinned.
-func (c *Comm) TrySendColl(m Mem, dest, tag int) (Request, bool, error) {
+// that a nonblocking collective's progress never blocks on it; a message
+// gone already comes back as a nil Request (the common case, which so
+// builds none). Package mpi sends a collective's messages this way first,
+// so that the caller's send buffer need not be pinned.
+func (c *Comm) TrySendColl(m Mem, dest, tag int) (*Request, bool, error) {
 	op, sent, err := c.trySend(m, dest, tag, c.ctx+1, "coll send")
-	if !sent || err != nil {
-		return Request{}, sent, err
+	if !sent || err != nil || op == nil {
+		return nil, sent, err
 	}
-	return Request{op: op, comm: c, dest: dest, done: op == nil}, true, nil
+	return &Request{op: op, comm: c, dest: dest}, true, nil
 }
 
 // trySend is TrySend and TrySendColl: when sent, op is the transport's
