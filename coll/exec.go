@@ -30,8 +30,12 @@ type exec struct {
 	reqArr [4]Request // backing for reqs in rounds of up to 4 messages
 
 	inDomain bool // listed in prog.active (guarded by mu)
-	done     bool
-	err      error
+	// outside: started outside the domain for a blocking call
+	// (State.SetCallBlocking) and not joined since, so only the calling
+	// goroutine can reach the schedule: waitOutside runs it without mu.
+	outside bool
+	done    bool
+	err     error
 }
 
 var _ Request = (*exec)(nil)
@@ -281,7 +285,7 @@ func (e *exec) advance(poll bool) (bool, error) {
 // it Tests in a loop; between Tests it lets the Comm spin or sleep
 // (Idler.Idle), or yields the processor when the Comm cannot sleep.
 func (e *exec) Wait() error {
-	if done, err := e.waitOutside(); done {
+	if done, err, _ := e.waitOutside(false); done {
 		return err
 	}
 	idler, canIdle := e.comm.(Idler)
@@ -337,7 +341,7 @@ func (e *exec) waitAlone() (bool, error) {
 // block advances the schedule and blocks in the Comm's Wait on a request
 // the current round still needs, until the schedule completes (done) or
 // stop, asked between rounds of that, says to give up (not done). e.mu is
-// held.
+// held, or the schedule is outside the domain (waitOutside).
 func (e *exec) block(stop func() bool) (bool, error) {
 	for {
 		if done, err := e.advance(false); done {
@@ -356,19 +360,32 @@ func (e *exec) block(stop func() bool) (bool, error) {
 // domain (State.SetCallBlocking): it runs the schedule while no other is in
 // flight; when one appears, it joins the domain and reports not done, and
 // Wait goes on as for any schedule. A schedule already in the domain is not
-// done here.
-func (e *exec) waitOutside() (bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.inDomain {
-		return false, nil
+// done here. With recycle set (State.WaitRelease: the caller drops the
+// request), a schedule that succeeds here, never having been in the domain
+// where another goroutine could reach it, is reset for reuse under the lock
+// already held (recycled).
+//
+// No other goroutine can reach a schedule outside the domain (pokes visit
+// the domain's members only, and a blocking call hands out no request), so
+// it runs without e.mu, whose lock and unlock were a fifth of a blocking
+// collective's fixed cost (perf, session 7); it takes e.mu to join.
+func (e *exec) waitOutside(recycle bool) (done bool, err error, recycled bool) {
+	if !e.outside {
+		return false, nil, false
 	}
-	done, err := e.block(func() bool { return e.prog.n.Load() > 0 })
+	done, err = e.block(func() bool { return e.prog.n.Load() > 0 })
 	if !done {
+		e.mu.Lock()
+		e.outside = false
 		e.inDomain = true
 		e.prog.add(e)
+		e.mu.Unlock()
+		return false, nil, false
 	}
-	return done, err
+	if recycled = recycle && err == nil; recycled {
+		e.reset()
+	}
+	return done, err, recycled
 }
 
 // pending returns a request the current round waits for. e.mu is held.

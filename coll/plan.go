@@ -114,8 +114,9 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 	}
 	comm, mem := s.space()
 	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, comm, mem, op, t, tag
-	e.bufs = [numSlots][]byte{slotSend: send, slotRecv: recv}
+	e.bufs[slotSend], e.bufs[slotRecv], e.bufs[slotTmp] = send, recv, nil // not a literal: see newBuilder
 	e.reqs = e.reqArr[:0]
+	e.outside = s.blocking
 	if pl.tmp > 0 {
 		tb := pl.spare.Swap(nil)
 		if tb == nil {
@@ -153,12 +154,42 @@ func (s *State) Release(r Request) {
 	e.mu.Lock()
 	reusable := e.done && e.err == nil && !e.inDomain
 	if reusable {
-		e.pl, e.comm, e.mem, e.op, e.bufs = nil, nil, nil, Op{}, [numSlots][]byte{}
-		e.cur, e.posted, e.done, e.reqs = 0, false, false, nil
-		clear(e.reqArr[:])
+		e.reset()
 	}
 	e.mu.Unlock()
 	if reusable {
 		s.spare.Store(e)
 	}
+}
+
+// WaitRelease is Wait then Release, for a caller that drops r afterwards
+// (a blocking collective): a schedule that completes without ever joining
+// the progress domain is recycled under the lock its wait already holds,
+// which spares the blocking call a second lock round trip.
+func (s *State) WaitRelease(r Request) error {
+	e, ok := r.(*exec)
+	if !ok {
+		return r.Wait()
+	}
+	done, err, recycled := e.waitOutside(true)
+	if recycled {
+		s.spare.Store(e)
+		return nil
+	}
+	if !done {
+		err = e.Wait()
+	}
+	if err == nil {
+		s.Release(e)
+	}
+	return err
+}
+
+// reset clears a finished schedule for reuse. e.mu is held, or e is
+// unreachable from any other goroutine.
+func (e *exec) reset() {
+	e.pl, e.comm, e.mem, e.op = nil, nil, nil, Op{}
+	clear(e.bufs[:])
+	e.cur, e.posted, e.done, e.reqs, e.outside = 0, false, false, nil, false
+	clear(e.reqArr[:])
 }

@@ -339,11 +339,7 @@ func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.Stat
 		return nil, wrapColl(name, err)
 	}
 	if m.block {
-		err := cr.Wait()
-		if err == nil {
-			st.Release(cr)
-		}
-		return nil, wrapColl(name, err)
+		return nil, wrapColl(name, st.WaitRelease(cr))
 	}
 	return &Request{sched: errWrapper{cr, name}}, nil
 }
