@@ -71,6 +71,11 @@ type Buffer interface {
 	// bytes returns the host bytes (nil for device buffers).
 	hostBytes() []byte
 	slice(off, n int) Buffer
+	// device is the ordinal of the GPU holding the buffer, -1 for host
+	// memory (and for MPI_IN_PLACE). A method rather than a type assertion
+	// to an interface with Device: that assertion looks its answer up in
+	// the runtime's interface table on every collective call.
+	device() int
 }
 
 // HostBuffer is a Buffer over a Go slice.
@@ -113,3 +118,5 @@ func (b *HostBuffer[T]) hostBytes() []byte {
 }
 
 func (b *HostBuffer[T]) slice(off, n int) Buffer { return &HostBuffer[T]{s: b.s[off : off+n]} }
+
+func (b *HostBuffer[T]) device() int { return -1 }

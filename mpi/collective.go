@@ -249,6 +249,7 @@ func (inPlace) mem() pt2pt.Mem        { return pt2pt.Mem{} }
 func (inPlace) pin(*runtime.Pinner)   {}
 func (inPlace) hostBytes() []byte     { return nil }
 func (inPlace) slice(int, int) Buffer { return inPlace{} }
+func (inPlace) device() int           { return -1 }
 func (inPlace) String() string        { return "mpi.InPlace" }
 
 // InPlace, passed as the send buffer (or the root's receive buffer of

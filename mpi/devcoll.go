@@ -43,10 +43,10 @@ var directOnSharedGPUs = false
 // bufferDevice is the device ordinal of a device buffer, -1 for host memory,
 // InPlace and nil.
 func bufferDevice(b Buffer) int {
-	if d, ok := b.(interface{ Device() int }); ok && b != nil && !isInPlace(b) {
-		return d.Device()
+	if b == nil {
+		return -1
 	}
-	return -1
+	return b.device()
 }
 
 // callDevice classifies a collective call's buffers: the device they live on,

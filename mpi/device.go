@@ -426,6 +426,8 @@ func (b *DeviceBuffer[T]) hostBytes() []byte { return nil }
 
 // slice is Slice without checks, for callers (collectives) that have
 // validated the region already.
+func (b *DeviceBuffer[T]) device() int { return b.Device() }
+
 func (b *DeviceBuffer[T]) slice(off, n int) Buffer {
 	return &DeviceBuffer[T]{a: b.a, off: b.off + off, n: n, view: true}
 }
