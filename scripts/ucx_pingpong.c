@@ -1,8 +1,8 @@
 // ucx_pingpong.c: the 8-byte ping-pong of `gompix osu latency`, written in C
-// over ucxbind's C half (gx.c: the same UCP calls gompix makes: a send, then a
-// receive posted and polled inside one call). It measures what the Go side
-// of gompix adds (docs/ucx-in-go.md). Two processes exchange worker
-// addresses through files in DIR.
+// over ucxbind's C half (gx.c: the entry points gompix calls, called here
+// straight from C: a send, then a receive posted and polled inside one
+// call). It measures what the Go side of gompix adds (docs/ucx-in-go.md).
+// Two processes exchange worker addresses through files in DIR.
 //
 //   gcc -O2 -I ucxbind -o /tmp/ucx_pingpong scripts/ucx_pingpong.c ucxbind/gx.c -lucp -lucs
 //   d=$(mktemp -d); /tmp/ucx_pingpong $d 1 100000 & /tmp/ucx_pingpong $d 0 100000; wait
@@ -19,13 +19,19 @@ static double now(void) {
 }
 
 static void recv8(ucp_worker_h w, char *r, gx_wstate *st) {
-    while (!gx_tag_recv_now((uintptr_t)w, (uintptr_t)r, 8, 1, ~0ull, UCS_MEMORY_TYPE_HOST, 1024,
-                            (uintptr_t)st))
-        ;
+    for (;;) {
+        st->fc = (gx_fcargs){.h = (uintptr_t)w, .buf = (uintptr_t)r, .len = 8, .tag = 1,
+                             .mask = ~0ull, .memtype = UCS_MEMORY_TYPE_HOST, .spins = 1024};
+        uintptr_t got = gx_fc_recv_now(st);
+        if (got == GX_RECV_MATCHED) got = gx_recv_now_finish((uintptr_t)w, (uintptr_t)st);
+        if (got) return;
+    }
 }
 
 static void send8(ucp_worker_h w, ucp_ep_h ep, char *s, gx_wstate *st) {
-    gx_tag_send((uintptr_t)ep, (uintptr_t)s, 8, 1, GX_SEND_STD, UCS_MEMORY_TYPE_HOST, (uintptr_t)st);
+    st->fc = (gx_fcargs){.h = (uintptr_t)ep, .buf = (uintptr_t)s, .len = 8, .tag = 1,
+                         .mode = GX_SEND_STD, .memtype = UCS_MEMORY_TYPE_HOST};
+    gx_fc_send(st);
     gx_req *q = st->res.req;
     if (q != NULL) { // not completed inside the call: wait, as a blocking send does
         gx_progress_until((uintptr_t)w, &q->done, 1 << 30, 0);

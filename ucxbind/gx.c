@@ -149,12 +149,11 @@ void gx_drain(gx_wstate *st) {
     st->ndead = 0;
 }
 
-/* gx_state drains st's parked requests (the prologue of every hot-path
- * call) and returns it typed. */
-static inline gx_wstate *gx_state(uintptr_t stp) {
-    gx_wstate *st = (gx_wstate *)stp;
+/* gx_args drains st's parked requests (the prologue of every fast entry
+ * point) and returns the call's arguments. */
+static inline const gx_fcargs *gx_args(gx_wstate *st) {
     if (st->ndead > 0) gx_drain(st);
-    return st;
+    return &st->fc;
 }
 
 /* gx_send_param prepares the parameters of a send completed by cb. */
@@ -165,18 +164,18 @@ static void gx_send_param(ucp_request_param_t *p, ucp_send_nbx_callback_t cb,
     gx_set_memtype(p, memtype);
 }
 
-void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
-                 int mode, int memtype, uintptr_t stp) {
-    gx_wstate *st = gx_state(stp);
+uintptr_t gx_fc_send(gx_wstate *st) {
+    const gx_fcargs *a = gx_args(st);
     ucp_request_param_t p;
-    gx_send_param(&p, gx_send_cb, memtype);
+    gx_send_param(&p, gx_send_cb, a->memtype);
     ucs_status_ptr_t sp;
-    if (mode == GX_SEND_SYNC) {
-        sp = ucp_tag_send_sync_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
+    if (a->mode == GX_SEND_SYNC) {
+        sp = ucp_tag_send_sync_nbx((ucp_ep_h)a->h, (const void *)a->buf, a->len, a->tag, &p);
     } else {
-        sp = ucp_tag_send_nbx((ucp_ep_h)ep, (const void *)buf, len, tag, &p);
+        sp = ucp_tag_send_nbx((ucp_ep_h)a->h, (const void *)a->buf, a->len, a->tag, &p);
     }
     gx_fill(sp, &st->res);
+    return 0;
 }
 
 static uint64_t gx_copy_inflight;
@@ -185,7 +184,7 @@ uint64_t gx_copied_inflight(void) {
     return __atomic_load_n(&gx_copy_inflight, __ATOMIC_RELAXED);
 }
 
-/* gx_send_copy_cb completes a gx_tag_send_copy send that UCP finished
+/* gx_send_copy_cb completes a gx_fc_send_copy send that UCP finished
  * later: as gx_send_cb, and its copy is freed. */
 static void gx_send_copy_cb(void *request, ucs_status_t status, void *user) {
     gx_req *r = (gx_req *)request;
@@ -194,23 +193,22 @@ static void gx_send_copy_cb(void *request, ucs_status_t status, void *user) {
     gx_send_cb(request, status, user);
 }
 
-void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
-                      uintptr_t stp) {
-    gx_wstate *st = gx_state(stp);
+uintptr_t gx_fc_send_copy(gx_wstate *st) {
+    const gx_fcargs *a = gx_args(st);
     gx_result *res = &st->res;
     res->req = NULL;
-    if (len > GX_COPY_MAX) {
+    if (a->len > GX_COPY_MAX) {
         res->status = UCS_ERR_INVALID_PARAM;
-        return;
+        return 0;
     }
     if (st->copybuf == NULL && (st->copybuf = malloc(GX_COPY_MAX)) == NULL) {
         res->status = UCS_ERR_NO_MEMORY;
-        return;
+        return 0;
     }
-    if (len > 0) memcpy(st->copybuf, (const void *)buf, len);
+    if (a->len > 0) memcpy(st->copybuf, (const void *)a->buf, a->len);
     ucp_request_param_t p;
     gx_send_param(&p, gx_send_copy_cb, UCS_MEMORY_TYPE_HOST);
-    ucs_status_ptr_t sp = ucp_tag_send_nbx((ucp_ep_h)ep, st->copybuf, len, tag, &p);
+    ucs_status_ptr_t sp = ucp_tag_send_nbx((ucp_ep_h)a->h, st->copybuf, a->len, a->tag, &p);
     if (sp != NULL && !UCS_PTR_IS_ERR(sp)) {
         /* In flight: the copy is the request's now (no callback can run
          * before this returns: callbacks run in progress). */
@@ -219,6 +217,7 @@ void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
         __atomic_fetch_add(&gx_copy_inflight, 1, __ATOMIC_RELAXED);
     }
     gx_fill(sp, res);
+    return 0;
 }
 
 /* gx_recv_param prepares the parameters every receive shares: completion
@@ -244,7 +243,7 @@ static void gx_fill_recv(ucs_status_ptr_t sp, const ucp_tag_recv_info_t *info,
     }
 }
 
-/* gx_recv_post posts a receive (gx_tag_recv's body, with typed arguments). */
+/* gx_recv_post posts a receive (gx_fc_recv's body, with typed arguments). */
 static void gx_recv_post(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
                          uint64_t mask, int memtype, gx_result *res) {
     /* Match an already-arrived message first: its length is then known even
@@ -269,11 +268,11 @@ static void gx_recv_post(ucp_worker_h w, void *buf, size_t len, uint64_t tag,
     gx_fill_recv(ucp_tag_recv_nbx(w, buf, len, tag, mask, &p), &info, res);
 }
 
-void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                 uint64_t mask, int memtype, uintptr_t stp) {
-    gx_wstate *st = gx_state(stp);
-    gx_recv_post((ucp_worker_h)w, (void *)buf, len, tag, mask, memtype,
+uintptr_t gx_fc_recv(gx_wstate *st) {
+    const gx_fcargs *a = gx_args(st);
+    gx_recv_post((ucp_worker_h)a->h, (void *)a->buf, a->len, a->tag, a->mask, a->memtype,
                  &st->res);
+    return 0;
 }
 
 void gx_tag_msg_recv(ucp_worker_h w, void *buf, size_t len, void *msg,
@@ -302,7 +301,7 @@ void gx_tag_probe(ucp_worker_h w, uint64_t tag, uint64_t mask, int remove,
 unsigned gx_progress_until(uintptr_t wp, volatile int32_t *flag, int spins,
                            uintptr_t stp) {
     ucp_worker_h w = (ucp_worker_h)wp;
-    if (stp != 0) gx_state(stp);
+    if (stp != 0 && ((gx_wstate *)stp)->ndead > 0) gx_drain((gx_wstate *)stp);
     unsigned n = 0;
     for (int i = 0; i < spins; i++) {
         if (flag != NULL && __atomic_load_n(flag, __ATOMIC_ACQUIRE)) break;
@@ -377,27 +376,27 @@ static void gx_complete(gx_req *r, gx_result *res) {
     gx_req_release(r);
 }
 
-/* gx_recv_spin posts a receive into res and progresses the worker up to
- * spins rounds while it is pending; it returns the request (NULL when the
- * receive completed, or failed, at once: res says which). */
-static gx_req *gx_recv_spin(ucp_worker_h wh, uintptr_t buf, size_t len, uint64_t tag,
-                            uint64_t mask, int memtype, int spins, gx_result *res) {
-    gx_recv_post(wh, (void *)buf, len, tag, mask, memtype, res);
+/* gx_recv_spin posts the receive a describes into res and progresses the
+ * worker up to a->spins rounds while it is pending; it returns the request
+ * (NULL when the receive completed, or failed, at once: res says which). */
+static gx_req *gx_recv_spin(const gx_fcargs *a, gx_result *res) {
+    ucp_worker_h wh = (ucp_worker_h)a->h;
+    gx_recv_post(wh, (void *)a->buf, a->len, a->tag, a->mask, a->memtype, res);
     gx_req *r = res->req;
     if (r == NULL) return NULL;
-    for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+    for (int i = 0; i < a->spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
         ucp_worker_progress(wh);
     return r;
 }
 
-void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                      uint64_t mask, int memtype, int spins, uintptr_t stp) {
-    gx_result *res = &gx_state(stp)->res;
-    gx_req *r = gx_recv_spin((ucp_worker_h)w, buf, len, tag, mask, memtype, spins, res);
+uintptr_t gx_fc_recv_wait(gx_wstate *st) {
+    gx_result *res = &st->res;
+    gx_req *r = gx_recv_spin(gx_args(st), res);
     if (r != NULL && __atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) gx_complete(r, res);
+    return 0;
 }
 
-/* gx_recv_now_end finishes gx_tag_recv_now once r is done. */
+/* gx_recv_now_end finishes an immediate receive once r is done. */
 static int gx_recv_now_end(gx_req *r, gx_result *res) {
     if (r->status == UCS_ERR_CANCELED) {
         res->req = NULL;
@@ -408,19 +407,19 @@ static int gx_recv_now_end(gx_req *r, gx_result *res) {
     return 1;
 }
 
-/* gx_recv_now_start is gx_tag_recv_now up to its last wait, which it
- * bounds by spins rounds: it returns 0 or 1 as gx_tag_recv_now does, or
- * GX_RECV_MATCHED with the still-matched request in res->req. */
-static int gx_recv_now_start(ucp_worker_h wh, uintptr_t buf, size_t len, uint64_t tag,
-                             uint64_t mask, int memtype, int spins, gx_result *res) {
-    gx_req *r = gx_recv_spin(wh, buf, len, tag, mask, memtype, spins, res);
+uintptr_t gx_fc_recv_now(gx_wstate *st) {
+    const gx_fcargs *a = gx_args(st);
+    gx_result *res = &st->res;
+    gx_req *r = gx_recv_spin(a, res);
     if (r == NULL) return 1; /* done at once (or failed: res->status) */
     if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
         /* An expected receive not yet matched completes inside the cancel,
          * as cancelled; a matched one does not, and is progressed until
-         * its data are in. */
+         * its data are in: here for a bounded number of rounds, then by
+         * gx_recv_now_finish. */
+        ucp_worker_h wh = (ucp_worker_h)a->h;
         ucp_request_cancel(wh, r);
-        for (int i = 0; i < spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
+        for (int i = 0; i < a->spins && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE); i++)
             ucp_worker_progress(wh);
         if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) return GX_RECV_MATCHED;
     }
@@ -442,47 +441,8 @@ int gx_recv_now_finish(uintptr_t w, uintptr_t stp) {
     return gx_recv_now_end(r, res);
 }
 
-int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                    uint64_t mask, int memtype, int spins, uintptr_t stp) {
-    gx_result *res = &gx_state(stp)->res;
-    int got = gx_recv_now_start((ucp_worker_h)w, buf, len, tag, mask, memtype, spins, res);
-    return got == GX_RECV_MATCHED ? gx_recv_now_finish(w, stp) : got;
-}
-
-uintptr_t gx_fc_send(gx_wstate *st) {
-    gx_fcargs *a = &st->fc;
-    gx_tag_send(a->h, a->buf, a->len, a->tag, a->mode, a->memtype, (uintptr_t)st);
-    return 0;
-}
-
-uintptr_t gx_fc_send_copy(gx_wstate *st) {
-    gx_fcargs *a = &st->fc;
-    gx_tag_send_copy(a->h, a->buf, a->len, a->tag, (uintptr_t)st);
-    return 0;
-}
-
-uintptr_t gx_fc_recv(gx_wstate *st) {
-    gx_fcargs *a = &st->fc;
-    gx_tag_recv(a->h, a->buf, a->len, a->tag, a->mask, a->memtype, (uintptr_t)st);
-    return 0;
-}
-
-uintptr_t gx_fc_recv_wait(gx_wstate *st) {
-    gx_fcargs *a = &st->fc;
-    gx_tag_recv_wait(a->h, a->buf, a->len, a->tag, a->mask, a->memtype, a->spins,
-                     (uintptr_t)st);
-    return 0;
-}
-
-uintptr_t gx_fc_recv_now(gx_wstate *st) {
-    gx_fcargs *a = &st->fc;
-    gx_state((uintptr_t)st);
-    return gx_recv_now_start((ucp_worker_h)a->h, a->buf, a->len, a->tag, a->mask,
-                             a->memtype, a->spins, &st->res);
-}
-
 uintptr_t gx_fc_progress(gx_wstate *st) {
-    gx_fcargs *a = &st->fc;
+    const gx_fcargs *a = &st->fc;
     return gx_progress_until(a->h, (volatile int32_t *)a->flag, a->spins, (uintptr_t)st);
 }
 

@@ -17,7 +17,7 @@ typedef struct gx_req {
     uint64_t         tag;    /* sender tag (receives) */
     uint64_t         length; /* received length (receives) */
     void            *owned;  /* C memory the request sends from, freed with it
-                                (gx_tag_send_copy) */
+                                (gx_fc_send_copy) */
 } gx_req;
 
 /* gx_result is what an operation hands back to Go: either an in-flight
@@ -36,7 +36,7 @@ typedef struct gx_result {
  * UCP. Handing those back inside the next hot-path call, instead of one call
  * each, saves a completed operation a crossing from Go into C. */
 #define GX_DEAD_MAX 32
-/* GX_COPY_MAX is the largest message gx_tag_send_copy takes. */
+/* GX_COPY_MAX is the largest message gx_fc_send_copy takes. */
 #define GX_COPY_MAX 4096
 /* gx_fcargs carries the arguments of a fast call (fastcall.go): the fast
  * entry points below take only the state pointer, so Go writes their
@@ -57,7 +57,7 @@ typedef struct gx_wstate {
     gx_fcargs fc;
     int32_t   ndead;
     gx_req   *dead[GX_DEAD_MAX];
-    void     *copybuf; /* gx_tag_send_copy's buffer (GX_COPY_MAX bytes), or NULL */
+    void     *copybuf; /* gx_fc_send_copy's buffer (GX_COPY_MAX bytes), or NULL */
 } gx_wstate;
 
 typedef struct gx_probe {
@@ -75,48 +75,60 @@ int  gx_ep_create(ucp_worker_h w, const void *addr, ucp_ep_h *out);
 int  gx_ep_close(ucp_worker_h w, ucp_ep_h ep, int force);
 int  gx_worker_flush(ucp_worker_h w);
 
-/* The hot-path calls below take handles, buffers and the result slot as
- * uintptr_t rather than pointers: cgo runs cgoCheckPointer on every
- * pointer-typed argument of a call (a heap lookup per handle and a scan of
- * the result struct), and none of these can carry Go pointers that matter:
- * handles and the result slot are C memory, buffers hold plain bytes and
- * are kept alive and pinned by their owners (ucxbind's Go side documents
- * who). st points to the worker's gx_wstate. */
+/* The per-message calls: the fast entry points, in the one-pointer form
+ * fastcall.go's trampoline calls (on a C stack, without the cgo runtime's
+ * transitions; gx_fc_call makes the same call through cgo). Each takes its
+ * arguments from st->fc (handles, buffers and the flag as integers: buffers
+ * hold plain bytes and are kept alive, and pinned where UCP keeps them, by
+ * their owners, as ucxbind's Go side documents) and leaves its result in
+ * st->res. Each is bounded: it runs at most st->fc.spins rounds of progress
+ * and never waits for anything else, because while it runs its goroutine
+ * cannot be descheduled. */
 
-/* Send modes for gx_tag_send. */
+/* Send modes for gx_fc_send (fc.mode). */
 enum { GX_SEND_STD = 0, GX_SEND_SYNC = 1 };
 
-void gx_tag_send(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
-                 int mode, int memtype, uintptr_t st);
-/* gx_tag_send_copy copies len (<= GX_COPY_MAX) bytes at buf into C memory
- * and sends them from there, so the caller's buffer is free when it
- * returns, whatever UCP does: the send completes inside the call (res->req
+/* gx_fc_send posts a tagged send of fc.len bytes at fc.buf to endpoint
+ * fc.h. */
+uintptr_t gx_fc_send(gx_wstate *st);
+/* gx_fc_send_copy copies fc.len (<= GX_COPY_MAX) bytes at fc.buf into C
+ * memory and sends them from there, so the caller's buffer is free when it
+ * returns, whatever UCP does: the send completes inside the call (res.req
  * NULL), or UCP finishes it later from the copy, which then belongs to the
- * request in res->req (freed by its callback). Why: a send UCP cannot
+ * request in res.req (freed by its callback). Why: a send UCP cannot
  * complete inside the call must not be left pointing into Go memory that
  * is not pinned, and pinning costs more than copying a short message. */
-void gx_tag_send_copy(uintptr_t ep, uintptr_t buf, size_t len, uint64_t tag,
-                      uintptr_t st);
+uintptr_t gx_fc_send_copy(gx_wstate *st);
 /* gx_copied_inflight counts the copied sends, process-wide, that UCP
  * finished after the call (for tests). */
 uint64_t gx_copied_inflight(void);
-void gx_tag_recv(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                 uint64_t mask, int memtype, uintptr_t st);
-/* gx_tag_recv_wait posts a receive and progresses the worker up to spins
+/* gx_fc_recv posts a tagged receive (fc.tag under fc.mask) into fc.buf. */
+uintptr_t gx_fc_recv(gx_wstate *st);
+/* gx_fc_recv_wait posts a receive and progresses the worker up to fc.spins
  * times in the same call; a receive that completes meanwhile is returned
- * completed (req NULL) with its request already released. It saves a blocking
- * receive two crossings between Go and C. */
-void gx_tag_recv_wait(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                      uint64_t mask, int memtype, int spins, uintptr_t st);
-/* gx_tag_recv_now receives into buf only if a matching message is there or
- * arrives within spins rounds of progress, and returns 1 if it received one
- * (the result in st->res, request released) and 0 if not. Either way it
- * leaves nothing posted: a receive still unmatched at the end is cancelled,
- * and one UCP has already matched is progressed to completion (it is being
- * written into buf). UCP then keeps no reference to buf, which is what lets
- * a blocking receive skip pinning Go memory. */
-int gx_tag_recv_now(uintptr_t w, uintptr_t buf, size_t len, uint64_t tag,
-                    uint64_t mask, int memtype, int spins, uintptr_t st);
+ * completed (req NULL) with its request already released. */
+uintptr_t gx_fc_recv_wait(gx_wstate *st);
+/* gx_fc_recv_now receives into fc.buf only if a matching message is there
+ * or arrives within fc.spins rounds of progress, and returns 1 if it
+ * received one (the result in st->res, request released) and 0 if not. It
+ * leaves nothing posted: a receive still unmatched at the end is cancelled.
+ * One UCP has already matched (it is being written into the buffer) is
+ * progressed for up to fc.spins more rounds; if it is still not done, it
+ * returns GX_RECV_MATCHED with the request in st->res.req, and
+ * gx_recv_now_finish (a cgo call: its wait is not bounded) completes it.
+ * UCP then keeps no reference to the buffer, which is what lets a blocking
+ * receive skip pinning Go memory. */
+enum { GX_RECV_MATCHED = 2 };
+uintptr_t gx_fc_recv_now(gx_wstate *st);
+int gx_recv_now_finish(uintptr_t w, uintptr_t st);
+/* gx_recv_now_matched counts gx_recv_now_finish calls, process-wide (for
+ * tests). */
+uint64_t gx_recv_now_matched(void);
+/* gx_fc_progress is gx_progress_until(fc.h, fc.flag, fc.spins, st). */
+uintptr_t gx_fc_progress(gx_wstate *st);
+/* gx_fc_call calls a fast entry point through cgo (the fallback where
+ * there is no trampoline). */
+uintptr_t gx_fc_call(uintptr_t fn, uintptr_t st);
 /* gx_drain gives the requests parked in st->dead back to UCP. */
 void gx_drain(gx_wstate *st);
 /* gx_state_close drains st and frees what it holds (not st itself). */
@@ -147,30 +159,6 @@ int gx_worker_arm(ucp_worker_h w);
 /* gx_poll_fd: poll(2) on fd; touches no UCX state, so it runs unlocked. */
 int gx_poll_fd(int efd, int timeout_ms);
 
-/* Fast entry points: the hot-path calls above with their arguments in
- * st->fc, in the one-pointer form fastcall.go's trampoline calls (on a C
- * stack, without the cgo runtime's transitions). Each is bounded: it runs
- * at most st->fc.spins rounds of progress and never waits for anything
- * else, because while it runs its goroutine cannot be descheduled. */
-uintptr_t gx_fc_send(gx_wstate *st);
-uintptr_t gx_fc_send_copy(gx_wstate *st);
-uintptr_t gx_fc_recv(gx_wstate *st);
-uintptr_t gx_fc_recv_wait(gx_wstate *st);
-/* gx_fc_recv_now is gx_tag_recv_now whose last wait is bounded: it returns
- * 0 (nothing received) or 1 (received) as gx_tag_recv_now does, or
- * GX_RECV_MATCHED when a receive UCP had matched is still being written
- * after its rounds: the request is then in st->res.req, and
- * gx_recv_now_finish (a plain cgo call) completes it. */
-enum { GX_RECV_MATCHED = 2 };
-uintptr_t gx_fc_recv_now(gx_wstate *st);
-int gx_recv_now_finish(uintptr_t w, uintptr_t st);
-/* gx_recv_now_matched counts gx_recv_now_finish calls, process-wide (for
- * tests). */
-uint64_t gx_recv_now_matched(void);
-uintptr_t gx_fc_progress(gx_wstate *st);
-/* gx_fc_call calls a fast entry point through cgo (the fallback where
- * there is no trampoline). */
-uintptr_t gx_fc_call(uintptr_t fn, uintptr_t st);
 /* gx_stack_new maps a C stack of size bytes below a guard page and returns
  * its top (16-byte aligned), or 0; gx_stack_free unmaps it. */
 uintptr_t gx_stack_new(size_t size);

@@ -173,7 +173,7 @@ func (w *Worker) reap() {
 // Endpoint is a connection to one peer worker (ucp_ep_h).
 type Endpoint struct {
 	h  C.ucp_ep_h
-	hp C.uintptr_t // h as an integer, for gx_tag_send
+	hp C.uintptr_t // h as an integer, for the fast calls' arguments
 }
 
 // Connect creates an endpoint to the worker whose address is addr.
