@@ -41,8 +41,8 @@ type Engine struct {
 	br  BlockingReceiver
 	imm ImmediateSender
 	ir  ImmediateReceiver
-	// neutral: the transport is SchedulerNeutral, so the immediate paths
-	// skip passScheduler.
+	// neutral: the transport is SchedulerNeutral, so passScheduler has
+	// nothing to prevent and returns at once.
 	neutral bool
 
 	ctxMu   sync.Mutex
@@ -74,6 +74,9 @@ var schedulerInterval = int64(2 * time.Millisecond)
 // the pass is rationed by time, not done every few rounds (as
 // internal/spin rations the GPU-side polling loops, at a finer interval).
 func (e *Engine) passScheduler() {
+	if e.neutral {
+		return
+	}
 	if e.ops.Add(1)%schedulerCheckEvery == 0 {
 		e.passSchedulerNow()
 	}
@@ -458,9 +461,7 @@ func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Op, bool,
 	op, sent, err := c.e.imm.TrySend(c.WorldRank(dest), m, packTag(ctx, c.rank, tag))
 	// The pass comes after the send, off the path a reply waits on (a
 	// receive's comes before it: the receiver is about to wait anyway).
-	if !c.e.neutral {
-		c.e.passScheduler()
-	}
+	c.e.passScheduler()
 	if err != nil {
 		return nil, false, &OpError{Op: name, Class: ErrOther, Err: err}
 	}
@@ -501,9 +502,7 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 	if c.e.ir == nil || m.Kind != Host || m.Len > TryRecvMax {
 		return Status{}, false, nil
 	}
-	if !c.e.neutral {
-		c.e.passScheduler()
-	}
+	c.e.passScheduler()
 	t, mask := matchTag(ctx, src, tag)
 	rv, ok, err := c.e.ir.TryRecv(m, t, mask)
 	if err != nil {

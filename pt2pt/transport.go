@@ -119,8 +119,8 @@ type ImmediateSender interface {
 // SchedulerNeutral is implemented by transports whose per-message calls
 // never put the calling goroutine in the runtime's system-call state (UCX
 // over ucxbind's fast calls, on amd64): a goroutine the runtime's monitor
-// finds running for long keeps its P, so the engine's scheduler pass on the
-// immediate paths (Engine.passScheduler), there to keep the monitor from
+// finds running for long keeps its P, so the engine's scheduler pass as
+// operations start (Engine.passScheduler), there to keep the monitor from
 // taking the P away in the middle of a cgo call, is not needed. It costs an
 // atomic add per operation.
 type SchedulerNeutral interface {
