@@ -96,11 +96,14 @@ func (a Algorithm) String() string { return a.Kind.String() + ":" + a.Name }
 // first entry of a collective is its fallback and must have no restriction.
 var catalog = []Algorithm{
 	{Kind: Barrier, Name: "dissemination", Cost: "⌈log2 p⌉α", build: barrierDissemination},
+	{Kind: Barrier, Name: "linear", Cost: "2α (rank 0: p-1 receives, then p-1 sends)", build: barrierLinear},
 
 	{Kind: Bcast, Name: "binomial", Cost: "⌈log2 p⌉(α + nβ)", build: bcastBinomial},
+	{Kind: Bcast, Name: "linear", Cost: "α + (p-1)nβ at the root", build: bcastLinear},
 	{Kind: Bcast, Name: "scatter_allgather", Cost: "(⌈log2 p⌉ + p - 1)α + 2(p-1)/p nβ", build: bcastScatterAllgather},
 
 	{Kind: Reduce, Name: "binomial", Cost: "⌈log2 p⌉(α + nβ + nγ)", build: reduceBinomial},
+	{Kind: Reduce, Name: "linear", Cost: "α + (p-1)(nβ + nγ) at the root", build: reduceLinear},
 
 	{Kind: Allreduce, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + nγ) (+2(α+nβ) when p is not a power of two)", build: allreduceRecursiveDoubling},
 	{Kind: Allreduce, Name: "ring", Commutative: true, Cost: "2(p-1)α + 2(p-1)/p nβ + (p-1)/p nγ", build: allreduceRing},
@@ -180,7 +183,19 @@ const (
 	// flight would crowd the links.
 	alltoallLinearRanks = 7
 	bcastLong           = 128 << 10
-	reduceScatterBig    = 256 << 10 // total bytes: ring from here, pairwise below
+	// linearRanks: from 3 up to this many ranks, a short bcast or reduce
+	// goes straight between the root and every other rank, and a barrier
+	// gathers at rank 0 and releases from there (linear), up to the sizes
+	// below. Each receiver is one hop from the root, so none waits for
+	// another to relay; when ranks outnumber cores a relay is also a rank
+	// that must be scheduled first. 4 ranks on the 2-core machine, 8 B
+	// and 1 KiB: bcast 2.1-3.5 → 0.4-1.1 µs, reduce 3.5-4.2 → 1.7-2.5
+	// (docs/performance-host.md, session 8). Open MPI 4.1 makes the same
+	// choices for 4-7 ranks.
+	linearRanks      = 7
+	bcastLinearMax   = 64 << 10  // bytes: binomial above (the root would send p-1 copies)
+	reduceLinearMax  = 64 << 10  // bytes: binomial above (the root would reduce p-1 vectors)
+	reduceScatterBig = 256 << 10 // total bytes: ring from here, pairwise below
 )
 
 // Select picks the algorithm for a collective of kind k on ranks ranks.
@@ -189,10 +204,25 @@ const (
 // block for the gathers, scatters and all-to-alls. commutative tells whether
 // the op commutes (true for non-reductions). Select is a pure function.
 func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
+	small := ranks >= 3 && ranks <= linearRanks
 	switch k {
+	case Barrier:
+		// Two ranks: dissemination is one exchange; linear would be two
+		// hops in a row. Three: both are two hops, and dissemination's
+		// are shared evenly.
+		if ranks >= 4 && ranks <= linearRanks {
+			return must(k, "linear")
+		}
 	case Bcast:
 		if bytes >= bcastLong && ranks >= 8 {
 			return must(k, "scatter_allgather")
+		}
+		if small && bytes <= bcastLinearMax {
+			return must(k, "linear")
+		}
+	case Reduce:
+		if small && bytes <= reduceLinearMax {
+			return must(k, "linear")
 		}
 	case Allreduce:
 		if !commutative || bytes < allreduceShort || bytes < 64*ranks {

@@ -220,6 +220,19 @@ func TestSelectApplicable(t *testing.T) {
 		{coll.Alltoall, 1 << 20, 32, true, "pairwise"},
 		{coll.Bcast, 1 << 20, 32, true, "scatter_allgather"},
 		{coll.ReduceScatter, 1 << 20, 8, false, "reduce_scatterv"},
+		{coll.Barrier, 0, 2, true, "dissemination"},
+		{coll.Barrier, 0, 3, true, "dissemination"},
+		{coll.Barrier, 0, 4, true, "linear"},
+		{coll.Barrier, 0, 8, true, "dissemination"},
+		{coll.Bcast, 8, 2, true, "binomial"},
+		{coll.Bcast, 8, 4, true, "linear"},
+		{coll.Bcast, 64 << 10, 7, true, "linear"},
+		{coll.Bcast, 1 << 20, 4, true, "binomial"},
+		{coll.Bcast, 8, 8, true, "binomial"},
+		{coll.Reduce, 8, 2, true, "binomial"},
+		{coll.Reduce, 1024, 3, false, "linear"},
+		{coll.Reduce, 1 << 20, 4, true, "binomial"},
+		{coll.Reduce, 8, 16, true, "binomial"},
 	} {
 		if got := coll.Select(tc.k, tc.n, tc.p, tc.comm).Name; got != tc.want {
 			t.Errorf("Select(%v, %d bytes, %d ranks, commutative=%v) = %s, want %s", tc.k, tc.n, tc.p, tc.comm, got, tc.want)

@@ -163,11 +163,6 @@ func (e *Engine) wait(op Op) {
 	}
 }
 
-// Yields reports whether the engine's wait policy gives the processor away
-// before it sleeps (Options.YieldRounds > 0): package mpi sets it when ranks
-// outnumber cores.
-func (e *Engine) Yields() bool { return e.yield > 0 }
-
 // Idle is one step of the engine's wait policy, taken after round
 // fruitless progress rounds (counted from 0): spin (yielding to other
 // goroutines now and then), then, when configured, give the processor away

@@ -107,20 +107,29 @@ type Transport struct {
 
 	sleepers atomic.Int32
 	sleepMs  int
-	// tryRecvRounds bounds TryRecv's poll (see there).
-	tryRecvRounds int
+	// tryRecvRounds bounds TryRecv's poll, tryRecvYields how many times
+	// it is repeated after giving the processor away (see there).
+	tryRecvRounds, tryRecvYields int
 }
 
 // Rounds of TryRecv's poll. An idle round of worker progress takes about
 // 6 ns on the 2-core development machine, so 128 rounds (0.7 µs) ended
 // before the reply of an 8-byte ping-pong in 1-2 % of receives, each of
 // which then paid for a pin and a posted receive; 1024 rounds (about 6 µs)
-// leave a few in 10 000. Ranks that outnumber cores keep the short poll: a
-// peer that is not running cannot answer within it, and the blocking
-// receive's wait gives the processor away.
+// leave a few in 10 000.
+//
+// Ranks that outnumber cores poll 16 rounds, then give the processor away
+// and poll again, up to 64 times (about 64 context switches when the core
+// is shared, 10-15 µs when it is not) before the receive is posted: a peer
+// that is not running cannot answer within any poll, and the rank that
+// needs the core to send is most often the one sharing it. 2 ranks on one
+// core, 8-byte ping-pong: 2.6-2.9 µs per message with 128 rounds and no
+// retry, 0.9-1.0 with 1-16 rounds and retries (Open MPI: 1.7); barrier
+// 2.2 → 1.5 µs (docs/performance-host.md, session 8).
 const (
 	tryRecvRounds               = 1024
-	tryRecvRoundsOversubscribed = 128
+	tryRecvRoundsOversubscribed = 16
+	tryRecvYieldsOversubscribed = 64
 )
 
 // AddrKey is the key under which rank r publishes its worker address.
@@ -136,6 +145,7 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg, eps: make([]*ucxbind.Endpoint, cfg.Size), sleepMs: 5, tryRecvRounds: tryRecvRounds}
 	if cfg.Oversubscribed {
 		t.tryRecvRounds = tryRecvRoundsOversubscribed
+		t.tryRecvYields = tryRecvYieldsOversubscribed
 	}
 	if cfg.SleepTimeout > 0 {
 		t.sleepMs = int(cfg.SleepTimeout / time.Millisecond)
@@ -367,7 +377,27 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // (tryRecvRounds) outlasts a few round trips between ranks of a node and
 // holds the worker lock meanwhile; a longer wait goes on in the ordinary
 // blocking receive, which lets go of the lock between rounds.
+//
+// When ranks outnumber cores the poll is short and is repeated
+// (tryRecvYields times) with the processor given away between attempts
+// (sched_yield), as the blocking wait does then: the rank the message
+// comes from usually shares the core and needs it to send, and after the
+// yield the message is most often there. Posting the receive instead
+// (pin, request, completion) cost more than the hop itself on a shared
+// core: 2-rank barrier on one core 2.2 µs, against 1.1 for Open MPI and
+// 0.7-0.8 for the same exchange in C over gx.c (docs/performance-host.md,
+// session 8).
 func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
+	for i := 0; ; i++ {
+		rv, ok, err := t.tryRecvOnce(m, tag, mask)
+		if ok || err != nil || i >= t.tryRecvYields {
+			return rv, ok, err
+		}
+		osYield()
+	}
+}
+
+func (t *Transport) tryRecvOnce(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
