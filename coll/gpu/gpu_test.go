@@ -183,11 +183,11 @@ func TestHandleCache(t *testing.T) {
 			return nil, err
 		}
 		ptrs = append(ptrs, p)
-		h, off, id, err := exp.export(p + 128)
-		if err != nil || off != 128 {
-			return nil, fmt.Errorf("export: offset %d, %v", off, err)
+		h, off, id, base, err := exp.export(p + 128)
+		if err != nil || off != 128 || base != p {
+			return nil, fmt.Errorf("export: offset %d, base %#x (allocated at %#x), %v", off, base, p, err)
 		}
-		return imp.open(0, id, h)
+		return imp.open(0, id, h, cudadrv.IPCOrigin{PID: 1, Base: uint64(base)})
 	}()
 	if err != nil {
 		t.Fatal(err)
@@ -198,15 +198,15 @@ func TestHandleCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		ptrs = append(ptrs, p)
-		h, _, id, err := exp.export(p)
+		h, _, id, base, err := exp.export(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := imp.open(0, id, h)
+		m, err := imp.open(0, id, h, cudadrv.IPCOrigin{PID: 1, Base: uint64(base)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := imp.open(0, id, h)
+		again, err := imp.open(0, id, h, cudadrv.IPCOrigin{PID: 1, Base: uint64(base)})
 		if err != nil || again != m {
 			t.Fatalf("second open of one allocation: %v, %v", again == m, err)
 		}
