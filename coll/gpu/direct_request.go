@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"encoding/binary"
-	"os"
 	"runtime"
 	"sync/atomic"
 
@@ -174,7 +173,7 @@ func (q *directReq) finishLocked(err error) {
 // Mapped mode: each rank describes its send and receive buffers (IPC
 // handle of the allocation, offset, allocation id) to every peer.
 
-const bufRecSize = 64 + 8 + 8 + 8 + 8 + 8 // handle, offset, buffer id, present, allocation base, pid
+const bufRecSize = 64 + 8 + 8 + 8 // handle, offset, buffer id, present
 
 func (q *directReq) postExchange() error {
 	d, c := q.d, &q.c
@@ -183,7 +182,7 @@ func (q *directReq) postExchange() error {
 		if len(b) == 0 {
 			continue
 		}
-		h, off, id, base, err := d.handles.export(Addr(b))
+		h, off, id, err := d.handles.export(Addr(b))
 		if err != nil {
 			return err
 		}
@@ -192,8 +191,6 @@ func (q *directReq) postExchange() error {
 		binary.LittleEndian.PutUint64(e[64:], uint64(off))
 		binary.LittleEndian.PutUint64(e[72:], id)
 		binary.LittleEndian.PutUint64(e[80:], 1)
-		binary.LittleEndian.PutUint64(e[88:], uint64(base))
-		binary.LittleEndian.PutUint64(e[96:], uint64(os.Getpid()))
 	}
 	q.recs = make([][]byte, d.p)
 	q.pin.Pin(&q.rec[0])
@@ -252,8 +249,7 @@ func (q *directReq) exchanged() (bool, error) {
 			}
 			var h cudadrv.IpcMemHandle
 			copy(h[:], e[:64])
-			m, err := d.handles.open(i, binary.LittleEndian.Uint64(e[72:]), h,
-				cudadrv.IPCOrigin{PID: int(binary.LittleEndian.Uint64(e[96:])), Base: binary.LittleEndian.Uint64(e[88:])})
+			m, err := d.handles.open(i, binary.LittleEndian.Uint64(e[72:]), h)
 			if err != nil {
 				return false, err
 			}

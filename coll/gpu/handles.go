@@ -43,26 +43,26 @@ func newHandleCache(dev cudadrv.Device) *handleCache {
 	return &handleCache{dev: dev, maps: map[mapKey]*mapping{}}
 }
 
-// export returns the handle of the allocation holding p, p's offset in it,
-// the allocation's id and its first address.
-func (c *handleCache) export(p cudadrv.DevicePtr) (cudadrv.IpcMemHandle, int, uint64, cudadrv.DevicePtr, error) {
+// export returns the handle of the allocation holding p, p's offset in it
+// and the allocation's id.
+func (c *handleCache) export(p cudadrv.DevicePtr) (cudadrv.IpcMemHandle, int, uint64, error) {
 	info, err := c.dev.PointerInfo(p)
 	if err != nil {
-		return cudadrv.IpcMemHandle{}, 0, 0, 0, err
+		return cudadrv.IpcMemHandle{}, 0, 0, err
 	}
 	if info.Type != cudadrv.MemoryDevice || info.BufferID == 0 || info.Base == 0 {
-		return cudadrv.IpcMemHandle{}, 0, 0, 0, fmt.Errorf("coll/gpu: %#x is not device memory that CUDA IPC can share (%v)", p, info.Type)
+		return cudadrv.IpcMemHandle{}, 0, 0, fmt.Errorf("coll/gpu: %#x is not device memory that CUDA IPC can share (%v)", p, info.Type)
 	}
 	h, err := cudadrv.ExportIPC(c.dev, info.Base, info.BufferID)
 	if err != nil {
-		return cudadrv.IpcMemHandle{}, 0, 0, 0, err
+		return cudadrv.IpcMemHandle{}, 0, 0, err
 	}
-	return h, int(p - info.Base), info.BufferID, info.Base, nil
+	return h, int(p - info.Base), info.BufferID, nil
 }
 
-// open maps peer's allocation id (handle h, exported from origin), or finds
-// it mapped, and holds it until release.
-func (c *handleCache) open(peer int, id uint64, h cudadrv.IpcMemHandle, origin cudadrv.IPCOrigin) (*mapping, error) {
+// open maps peer's allocation id (handle h), or finds it mapped, and holds
+// it until release.
+func (c *handleCache) open(peer int, id uint64, h cudadrv.IpcMemHandle) (*mapping, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tick++
@@ -72,11 +72,11 @@ func (c *handleCache) open(peer int, id uint64, h cudadrv.IpcMemHandle, origin c
 		m.used = c.tick
 		return m, nil
 	}
-	at, err := cudadrv.OpenIPCFrom(c.dev, h, origin)
+	base, err := cudadrv.OpenIPC(c.dev, h)
 	if err != nil {
 		return nil, fmt.Errorf("coll/gpu: mapping rank %d's buffer: %w", peer, err)
 	}
-	m := &mapping{key: k, base: at, refs: 1, used: c.tick}
+	m := &mapping{key: k, base: base, refs: 1, used: c.tick}
 	c.maps[k] = m
 	c.trimLocked()
 	return m, nil

@@ -1,9 +1,6 @@
 package cudadrv
 
-import (
-	"errors"
-	"sync"
-)
+import "sync"
 
 // IPC state shared by every user in the process (pt2pt/gpu's point-to-point
 // path and coll/gpu's collectives).
@@ -20,18 +17,6 @@ import (
 // so every open goes through OpenIPC, which counts the opens of each
 // (device, handle) and maps it once, and every close through CloseIPC, which
 // unmaps at the last close.
-//
-// A handle is not the only name of a mapping. cudaMalloc-style allocations
-// are carved out of larger driver blocks, and IPC maps the whole block: when
-// a peer frees an allocation and gets a new one at the same address (a new
-// buffer id, a new handle), the new handle names memory this context has
-// already mapped through the old one, and as long as that mapping is open
-// (still in use, or its unmap deferred while a stream waits on the host) the
-// driver refuses the new handle with CUDA_ERROR_ALREADY_MAPPED. The memory
-// behind both is the same, so OpenIPCFrom, told which peer allocation the
-// handle exports (IPCOrigin), answers that refusal with the open mapping of
-// the same origin, now also known by the new handle (seen with two ranks on
-// one GPU: docs/gpu-p2p.md).
 
 type ipcKey struct {
 	dev Device
@@ -43,25 +28,10 @@ type ipcPtrKey struct {
 	p   DevicePtr
 }
 
-// IPCOrigin names the allocation an IPC handle exports: the exporting
-// process (its pid: IPC works within a node, whose processes share one pid
-// namespace) and the allocation's first address there.
-type IPCOrigin struct {
-	PID  int
-	Base uint64
-}
-
-type ipcOriginKey struct {
-	dev Device
-	o   IPCOrigin
-}
-
 type ipcEntry struct {
-	keys     []ipcKey // the handles it was opened or found under
-	origin   ipcOriginKey
-	p        DevicePtr
-	refs     int
-	unmapped bool
+	key  ipcKey
+	p    DevicePtr
+	refs int
 }
 
 type ipcExportKey struct {
@@ -73,13 +43,11 @@ type ipcExportKey struct {
 const maxIPCExports = 1024
 
 var ipcShared = struct {
-	mu       sync.Mutex
-	byKey    map[ipcKey]*ipcEntry
-	byPtr    map[ipcPtrKey]*ipcEntry
-	byOrigin map[ipcOriginKey]*ipcEntry // the newest mapping of each origin
-	exports  map[ipcExportKey]IpcMemHandle
-}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, byOrigin: map[ipcOriginKey]*ipcEntry{},
-	exports: map[ipcExportKey]IpcMemHandle{}}
+	mu      sync.Mutex
+	byKey   map[ipcKey]*ipcEntry
+	byPtr   map[ipcPtrKey]*ipcEntry
+	exports map[ipcExportKey]IpcMemHandle
+}{byKey: map[ipcKey]*ipcEntry{}, byPtr: map[ipcPtrKey]*ipcEntry{}, exports: map[ipcExportKey]IpcMemHandle{}}
 
 // ExportIPC returns the IPC handle of dev's allocation bufferID, whose
 // first byte is base (PointerInfo's Base and BufferID), from the cache or
@@ -109,66 +77,25 @@ func ExportIPC(dev Device, base DevicePtr, bufferID uint64) (IpcMemHandle, error
 // the mapping already open there, counting the open. Each successful
 // OpenIPC needs one CloseIPC.
 func OpenIPC(dev Device, h IpcMemHandle) (DevicePtr, error) {
-	return openIPC(dev, h, nil)
-}
-
-// OpenIPCFrom is OpenIPC for a handle that exports origin: when the driver
-// reports the memory already mapped in this context, the open mapping of
-// the same origin serves (see the top of this file).
-func OpenIPCFrom(dev Device, h IpcMemHandle, origin IPCOrigin) (DevicePtr, error) {
-	return openIPC(dev, h, &origin)
-}
-
-func openIPC(dev Device, h IpcMemHandle, origin *IPCOrigin) (DevicePtr, error) {
 	ipcShared.mu.Lock()
 	defer ipcShared.mu.Unlock()
 	k := ipcKey{dev, h}
 	if e := ipcShared.byKey[k]; e != nil {
-		return e.hold(dev), nil
+		if e.refs == 0 {
+			// Closed while a stream waited on the host, not yet unmapped.
+			ipcShared.byPtr[ipcPtrKey{dev, e.p}] = e
+		}
+		e.refs++
+		return e.p, nil
 	}
 	p, err := dev.IpcOpenMemHandle(h)
 	if err != nil {
-		if origin != nil && errors.Is(err, ErrorAlreadyMapped) {
-			if e := ipcShared.byOrigin[ipcOriginKey{dev, *origin}]; e != nil && !e.unmapped {
-				e.keys = append(e.keys, k)
-				ipcShared.byKey[k] = e
-				return e.hold(dev), nil
-			}
-		}
 		return 0, err
 	}
-	e := &ipcEntry{keys: []ipcKey{k}, p: p, refs: 1}
+	e := &ipcEntry{key: k, p: p, refs: 1}
 	ipcShared.byKey[k] = e
 	ipcShared.byPtr[ipcPtrKey{dev, p}] = e
-	if origin != nil {
-		e.origin = ipcOriginKey{dev, *origin}
-		ipcShared.byOrigin[e.origin] = e
-	}
 	return p, nil
-}
-
-// hold counts one more open of e. ipcShared.mu is held.
-func (e *ipcEntry) hold(dev Device) DevicePtr {
-	if e.refs == 0 {
-		// Closed while a stream waited on the host, not yet unmapped.
-		ipcShared.byPtr[ipcPtrKey{dev, e.p}] = e
-	}
-	e.refs++
-	return e.p
-}
-
-// unmap forgets e and unmaps it. ipcShared.mu is held.
-func (e *ipcEntry) unmap(dev Device) error {
-	e.unmapped = true
-	for _, k := range e.keys {
-		if ipcShared.byKey[k] == e {
-			delete(ipcShared.byKey, k)
-		}
-	}
-	if ipcShared.byOrigin[e.origin] == e {
-		delete(ipcShared.byOrigin, e.origin)
-	}
-	return dev.IpcCloseMemHandle(e.p)
 }
 
 // CloseIPC releases one OpenIPC of the mapping at p in dev's context and
@@ -194,19 +121,21 @@ func CloseIPC(dev Device, p DevicePtr) error {
 	if hostWait.n > 0 {
 		// Unmapped once no stream waits, unless reopened by then (the
 		// entry stays in byKey for OpenIPC to find).
-		hostWait.deferred = append(hostWait.deferred, func() { unmapIdle(dev, e) })
+		hostWait.deferred = append(hostWait.deferred, func() { unmapIdle(e) })
 		return nil
 	}
-	return e.unmap(dev)
+	delete(ipcShared.byKey, e.key)
+	return dev.IpcCloseMemHandle(p)
 }
 
 // unmapIdle unmaps a deferred close's mapping if nobody reopened it.
-func unmapIdle(dev Device, e *ipcEntry) {
+func unmapIdle(e *ipcEntry) {
 	ipcShared.mu.Lock()
 	defer ipcShared.mu.Unlock()
-	if e.refs != 0 || e.unmapped {
+	if e.refs != 0 || ipcShared.byKey[e.key] != e {
 		return
 	}
+	delete(ipcShared.byKey, e.key)
 	// Best effort: nobody is left to report a failed unmap to.
-	_ = e.unmap(dev)
+	_ = e.key.dev.IpcCloseMemHandle(e.p)
 }

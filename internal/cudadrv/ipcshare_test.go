@@ -1,7 +1,6 @@
 package cudadrv_test
 
 import (
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,111 +200,5 @@ func TestWhenNoHostWaits(t *testing.T) {
 	}
 	if n := cudadrv.DeferredCalls(); n != 0 {
 		t.Fatalf("%d deferred calls left", n)
-	}
-}
-
-// refusing is a device whose driver refuses some handles with
-// CUDA_ERROR_ALREADY_MAPPED, as the real one does for a peer allocation
-// that reuses the start of one already mapped here (ipcshare.go).
-type refusing struct {
-	cudadrv.Device
-	refuse map[cudadrv.IpcMemHandle]bool
-}
-
-func (r *refusing) IpcOpenMemHandle(h cudadrv.IpcMemHandle) (cudadrv.DevicePtr, error) {
-	if r.refuse[h] {
-		return 0, cudadrv.NewError("cuIpcOpenMemHandle", cudadrv.ErrorAlreadyMapped, "")
-	}
-	return r.Device.IpcOpenMemHandle(h)
-}
-
-// TestOpenIPCFromAlreadyMapped: a handle the driver refuses as already
-// mapped is served by the open mapping of the same origin (held, or closed
-// with its unmap deferred while a stream waits on the host), counted like
-// any open; a handle of another origin, or of an origin whose mapping is
-// gone, gets the driver's error.
-func TestOpenIPCFromAlreadyMapped(t *testing.T) {
-	a, b0, p := twoDevices(t, fake.Options{Devices: 2, ContextSync: true, ContextSyncTimeout: 2 * time.Second}, 1024)
-	q, err := a.MemAlloc(1024)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.MemFree(q)
-	h1, _ := a.IpcGetMemHandle(p)
-	h2, _ := a.IpcGetMemHandle(q) // stands for p's successor at the same address
-	b := &refusing{Device: b0, refuse: map[cudadrv.IpcMemHandle]bool{h2: true}}
-	origin := cudadrv.IPCOrigin{PID: 42, Base: uint64(p)}
-
-	// Held.
-	m1, err := cudadrv.OpenIPCFrom(b, h1, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cudadrv.OpenIPCFrom(b, h2, cudadrv.IPCOrigin{PID: 43, Base: uint64(p)}); !errors.Is(err, cudadrv.ErrorAlreadyMapped) {
-		t.Fatalf("refused handle of another origin: %v, want CUDA_ERROR_ALREADY_MAPPED", err)
-	}
-	m2, err := cudadrv.OpenIPCFrom(b, h2, origin)
-	if err != nil || m2 != m1 {
-		t.Fatalf("refused handle of an open origin: %#x, %v; want the open mapping %#x", m2, err, m1)
-	}
-	if err := cudadrv.CloseIPC(b, m1); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.MemcpyHtoD(m2, make([]byte, 8)); err != nil {
-		t.Fatalf("mapping closed while its second name is open: %v", err)
-	}
-	if err := cudadrv.CloseIPC(b, m2); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.MemcpyHtoD(m1, make([]byte, 8)); err == nil {
-		t.Fatal("mapping usable after its last close")
-	}
-	if _, err := cudadrv.OpenIPCFrom(b, h2, origin); !errors.Is(err, cudadrv.ErrorAlreadyMapped) {
-		t.Fatalf("refused handle once the origin's mapping is gone: %v", err)
-	}
-
-	// Closed, its unmap deferred while a stream waits on the host.
-	flag, err := b.HostAlloc(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.HostFree(flag)
-	*(*uint32)(flag) = 0
-	flagDev, _ := b.HostDevicePtr(flag)
-	s, _ := b.StreamCreate()
-	defer b.StreamDestroy(s)
-	m3, err := cudadrv.OpenIPCFrom(b, h1, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cudadrv.BeginHostWait()
-	if err := b.StreamWaitValue32(s, flagDev, 1, cudadrv.WaitGEQ); err != nil {
-		t.Fatal(err)
-	}
-	if err := cudadrv.CloseIPC(b, m3); err != nil {
-		t.Fatal(err)
-	}
-	m4, err := cudadrv.OpenIPCFrom(b, h2, origin)
-	if err != nil || m4 != m3 {
-		t.Fatalf("refused handle of a closed origin not yet unmapped: %#x, %v; want %#x", m4, err, m3)
-	}
-	if err := b.MemcpyHtoD(m4, make([]byte, 8)); err != nil {
-		t.Fatalf("served mapping: %v", err)
-	}
-	if err := cudadrv.CloseIPC(b, m4); err != nil {
-		t.Fatal(err)
-	}
-	atomic.StoreUint32((*uint32)(flag), 1)
-	cudadrv.EndHostWait()
-	for deadline := time.Now().Add(5 * time.Second); cudadrv.DeferredCalls() > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("deferred closes never made")
-		}
-	}
-	if err := b.StreamSynchronize(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.MemcpyHtoD(m3, make([]byte, 8)); err == nil {
-		t.Fatal("mapping usable after the deferred unmap")
 	}
 }

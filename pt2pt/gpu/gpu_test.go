@@ -266,7 +266,7 @@ var kinds = map[string][2]pt2pt.MemKind{
 	"DH": {pt2pt.Device, pt2pt.Host}, "DD": {pt2pt.Device, pt2pt.Device},
 }
 
-var sizes = []int{0, 1, 8, descSize - 1, descSize, descSize + 1, 4096, 65537, 3<<20 + 5}
+var sizes = []int{0, 1, 8, 119, descSize, descSize + 1, 4096, 65537, 3<<20 + 5}
 
 var modes = []Mode{ModeStaged, ModeIPC, ModeAuto}
 

@@ -24,7 +24,6 @@ type descriptor struct {
 	offset    int    // of the message within the allocation
 	bufferID  uint64 // the sender's allocation (CU_POINTER_ATTRIBUTE_BUFFER_ID)
 	base      uint64 // the allocation's address in the sender
-	pid       int    // the sender's process id (cudadrv.IPCOrigin)
 	allocSize int
 	handle    cudadrv.IpcMemHandle
 	chunk     int  // RTS: the chunk size of a pipelined data phase
@@ -41,7 +40,7 @@ const (
 const (
 	descMagic = 0x31445847 // "GXD1"
 	rtsMagic  = 0x31525847 // "GXR1"
-	descSize  = 128
+	descSize  = 120
 )
 
 func (d *descriptor) encode(b []byte) {
@@ -67,7 +66,6 @@ func (d *descriptor) encode(b []byte) {
 	le.PutUint64(b[40:], d.base)
 	le.PutUint64(b[48:], uint64(d.allocSize))
 	copy(b[56:120], d.handle[:])
-	le.PutUint64(b[120:], uint64(d.pid))
 }
 
 var errDescriptor = errors.New("gpu: malformed IPC descriptor (peers with different gompix versions?)")
@@ -98,7 +96,6 @@ func (d *descriptor) decode(b []byte) error {
 	d.base = le.Uint64(b[40:])
 	d.allocSize = int(le.Uint64(b[48:]))
 	copy(d.handle[:], b[56:120])
-	d.pid = int(le.Uint64(b[120:]))
 	if d.size < 0 || d.offset < 0 || d.allocSize < 0 || d.offset > d.allocSize-d.size {
 		return errDescriptor
 	}
@@ -174,7 +171,7 @@ func (c *ipcCache) acquire(dev cudadrv.Device, d *descriptor) (*mapping, error) 
 			c.drop(m)
 		}
 	}
-	p, err := cudadrv.OpenIPCFrom(dev, d.handle, cudadrv.IPCOrigin{PID: d.pid, Base: d.base})
+	p, err := cudadrv.OpenIPC(dev, d.handle)
 	if err != nil {
 		return nil, fmt.Errorf("opening the IPC handle of rank %d's buffer %d: %w", d.src, d.bufferID, err)
 	}

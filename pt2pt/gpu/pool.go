@@ -30,7 +30,7 @@ func (s *small) mem(n int) unsafe.Pointer { return unsafe.Pointer(&s.b[0]) }
 // process from its finalizer, so a small whose holder is abandoned (an op
 // the application never completes or frees, one still in flight at Close)
 // must never be collected pinned. At drain, the smalls still out move to
-// abandoned, a process-wide registry that keeps them (descSize bytes each)
+// abandoned, a process-wide registry that keeps them (120 bytes each)
 // until they come back, when they are unpinned.
 type smallPool struct {
 	mu     sync.Mutex

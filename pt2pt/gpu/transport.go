@@ -371,7 +371,7 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 		return nil, err
 	}
 	d := descriptor{src: t.Rank(), size: m.Len, offset: int(devPtr(m.Ptr) - info.Base),
-		bufferID: info.BufferID, base: uint64(info.Base), pid: os.Getpid(), allocSize: info.Size}
+		bufferID: info.BufferID, base: uint64(info.Base), allocSize: info.Size}
 	h, err := cudadrv.ExportIPC(ds.dev, info.Base, info.BufferID)
 	if err != nil {
 		return nil, fmt.Errorf("exporting device buffer %#x: %w", info.Base, err)
