@@ -21,6 +21,7 @@ const (
 	ErrorInvalidDevice         Result = 101
 	ErrorInvalidImage          Result = 200
 	ErrorInvalidContext        Result = 201
+	ErrorAlreadyMapped         Result = 208
 	ErrorNoBinaryForGPU        Result = 209
 	ErrorPeerAccessUnsupported Result = 217
 	ErrorInvalidPTX            Result = 218
@@ -51,6 +52,7 @@ var resultNames = map[Result]string{
 	ErrorInvalidDevice:         "CUDA_ERROR_INVALID_DEVICE",
 	ErrorInvalidImage:          "CUDA_ERROR_INVALID_IMAGE",
 	ErrorInvalidContext:        "CUDA_ERROR_INVALID_CONTEXT",
+	ErrorAlreadyMapped:         "CUDA_ERROR_ALREADY_MAPPED",
 	ErrorNoBinaryForGPU:        "CUDA_ERROR_NO_BINARY_FOR_GPU",
 	ErrorPeerAccessUnsupported: "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
 	ErrorInvalidPTX:            "CUDA_ERROR_INVALID_PTX",

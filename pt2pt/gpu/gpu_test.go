@@ -1282,3 +1282,65 @@ func realDriver(t *testing.T) (cudadrv.Driver, cudadrv.Device) {
 // jobTimeout bounds an in-process job: a rank that fails while its
 // peers wait for it would otherwise hang the test binary.
 var jobTimeout = 2 * time.Minute
+
+// refusingDriver hands out devices whose IPC opens all fail with
+// CUDA_ERROR_ALREADY_MAPPED, as the real driver refuses a peer's handle
+// of a buffer reallocated at the address of one still mapped here.
+type refusingDriver struct {
+	cudadrv.Driver
+	mu   sync.Mutex
+	devs map[int]cudadrv.Device
+}
+
+type refusingDevice struct{ cudadrv.Device }
+
+func (refusingDevice) IpcOpenMemHandle(cudadrv.IpcMemHandle) (cudadrv.DevicePtr, error) {
+	return 0, cudadrv.NewError("cuIpcOpenMemHandle", cudadrv.ErrorAlreadyMapped, "")
+}
+
+func (d *refusingDriver) Device(o int) (cudadrv.Device, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v, ok := d.devs[o]; ok {
+		return v, nil
+	}
+	v, err := d.Driver.Device(o)
+	if err != nil {
+		return nil, err
+	}
+	w := &refusingDevice{v}
+	d.devs[o] = w
+	return w, nil
+}
+
+// TestIPCRefusedFallsBackToStaging: when the receiver cannot map the
+// sender's buffer, an IPC message still arrives, as a rendezvous's chunks
+// (ackStaged), into device and host receives, for sizes below, at and
+// above a chunk, in every send style; the bytes moved that way are
+// counted under their own reason.
+func TestIPCRefusedFallsBackToStaging(t *testing.T) {
+	drv := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30})
+	defer drv.Close()
+	rd := &refusingDriver{Driver: drv, devs: map[int]cudadrv.Device{}}
+	const chunk = 4096
+	before := StagedBytes()["receive: an IPC message the receiver could not map"]
+	sizes := []int{1, 100, chunk, 3*chunk + 7, 1 << 20}
+	var want int64
+	for _, n := range sizes {
+		// Device to device: isend, send, ssend one way, sendrecv both;
+		// device to host: the three one way, and sendrecv's device send
+		// (its host send back is not an IPC message).
+		want += 9 * int64(n)
+	}
+	runRanks(t, rd, 2, Config{Mode: ModeIPC, StagingChunk: chunk, StagingDepth: 2}, func(k *rank) error {
+		for _, kk := range [][2]pt2pt.MemKind{{pt2pt.Device, pt2pt.Device}, {pt2pt.Device, pt2pt.Host}} {
+			if err := exchangeAll(t, k, kk, sizes); err != nil {
+				return fmt.Errorf("%v: %w", kk, err)
+			}
+		}
+		return nil
+	})
+	if got := StagedBytes()["receive: an IPC message the receiver could not map"] - before; got != want {
+		t.Errorf("%d bytes taken by the fallback, want %d", got, want)
+	}
+}

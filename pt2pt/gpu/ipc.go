@@ -106,13 +106,20 @@ func (d *descriptor) decode(b []byte) error {
 // clear-to-send: ackOK = send the data in chunks of the RTS's chunk size,
 // ackWhole = send the data as one message (host to host only),
 // ackTruncated = the receive buffer is too small, send nothing, ackFailed
-// = the receiver could not take the message, send nothing).
+// = the receiver could not take the message, send nothing, ackStaged = an
+// IPC descriptor's receiver could not map or copy the buffer: send the
+// data as a rendezvous's chunks, of the size in the ack's bytes 4-7).
 const (
 	ackOK byte = iota
 	ackTruncated
 	ackFailed
 	ackWhole
+	ackStaged
 )
+
+// ackLen is the size of an ack; only ackStaged's uses more than its first
+// byte.
+const ackLen = 8
 
 // Exchange ids (IPC acks, rendezvous) come from one counter per sender,
 // 23 bits wide; a rendezvous's data message sets dataBit in the 24-bit

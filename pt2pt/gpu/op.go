@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -66,6 +67,7 @@ type op struct {
 	mapping  *mapping
 	ackTo    int    // IPC receive: the sender to ack; rendezvous send: the receiver
 	ackID    uint32 // the exchange id
+	fallback bool   // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
 }
 
 var opPool = sync.Pool{New: func() any { return new(op) }}
@@ -90,7 +92,7 @@ func (t *Transport) putOp(o *op) {
 	o.t, o.inner, o.data, o.pipe, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, nil, staging{}
 	o.user, o.landing, o.res, o.ds, o.mapping, o.mk = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, mark{}
 	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
-	o.ackTo, o.ackID = 0, 0
+	o.ackTo, o.ackID, o.fallback = 0, 0, false
 	o.state.Store(stPosted)
 	o.flags.Store(0)
 	opPool.Put(o)
@@ -129,7 +131,8 @@ func (o *op) Done() bool {
 // needsLock: finishing o touches t's shared state (device streams, the
 // IPC cache, the active list): device receives and IPC messages.
 func (o *op) needsLock() bool {
-	return o.kind == kindRTSSend || o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
+	return o.kind == kindRTSSend || o.kind == kindIPCSend ||
+		o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
 }
 
 func (o *op) Result() pt2pt.Result { return o.res }
@@ -207,6 +210,30 @@ func (t *Transport) completeLocked(o *op) {
 			o.res.Err = errors.New("gpu: IPC send abandoned")
 		case o.small.b[0] == ackFailed:
 			o.res.Err = errors.New("gpu: the receiver could not pull the IPC message (see its error)")
+		case o.small.b[0] == ackStaged:
+			// The receiver could not map the buffer: send it as a
+			// rendezvous's data phase, in the receiver's chunk size.
+			chunk := int(binary.LittleEndian.Uint32(o.small.b[4:]))
+			ds, err := t.deviceLocked(o.user.Device)
+			var p *pipe
+			if err == nil && chunk <= 0 {
+				err = errDescriptor
+			}
+			if err == nil {
+				p, err = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, chunk, ds)
+			}
+			if err != nil {
+				// The receiver waits for data that will not come: a
+				// failure on both sides, as for any lost peer.
+				o.res.Err = fmt.Errorf("gpu: staging an IPC message the receiver could not map: %w", err)
+				break
+			}
+			p.cts = true
+			o.pipe = p
+			o.state.Store(stData)
+			t.addActiveLocked(o)
+			t.pumpLocked(p)
+			return
 		}
 		t.finish(o)
 	case kindRTSSend:
@@ -394,12 +421,58 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 		if m != nil {
 			t.cache.release(m)
 		}
-		o.res.Err = err
+		t.stagedFallbackLocked(o, &d, err)
+		return
+	}
+	o.mapping, o.ackTo, o.ackID = m, d.src, d.ack
+}
+
+// stagedFallbackLocked takes an IPC message whose buffer this process
+// could not map or copy from (why) as a rendezvous's chunks instead: it
+// sets up the receive pipe and asks the sender for them (ackStaged, with
+// this side's chunk size). A peer's handle can be refused although IPC
+// works between the two: the driver maps whole blocks of small
+// allocations, and a buffer the peer reallocated at the address of one
+// still mapped here is refused with CUDA_ERROR_ALREADY_MAPPED while that
+// mapping's unmap is deferred (docs/gpu-p2p.md, "Known problem").
+func (t *Transport) stagedFallbackLocked(o *op, d *descriptor, why error) {
+	var ds *devState
+	var err error
+	if o.user.Kind == pt2pt.Device {
+		ds, err = t.deviceLocked(o.user.Device)
+	}
+	chunk := t.cfg.StagingChunk
+	if err == nil {
+		o.pipe, err = t.newPipe(false, d.src, pt2pt.InternalTag(d.src, d.ack|dataBit), o.user, d.size, chunk, ds)
+	}
+	if err == nil {
+		t.pumpLocked(o.pipe)
+		err = o.pipe.err
+	}
+	if err != nil {
+		o.res.Err = fmt.Errorf("%w (and staging it instead: %v)", why, err)
+		if o.pipe != nil && o.pipe.busy() {
+			o.state.Store(stData)
+			t.addActiveLocked(o)
+			t.sendAckLocked(d.src, d.ack, ackFailed)
+			return
+		}
+		if o.pipe != nil {
+			t.releasePipe(o.pipe)
+			o.pipe = nil
+		}
 		t.sendAckLocked(d.src, d.ack, ackFailed)
 		t.finish(o)
 		return
 	}
-	o.mapping, o.ackTo, o.ackID = m, d.src, d.ack
+	countStaged("receive: an IPC message the receiver could not map", d.size)
+	o.fallback = true
+	o.state.Store(stData)
+	t.addActiveLocked(o)
+	s := t.smalls.get()
+	s.b[0] = ackStaged
+	binary.LittleEndian.PutUint32(s.b[4:], uint32(chunk))
+	t.sendSmallLocked(d.src, d.ack, s, ackLen)
 }
 
 // rtsRecvLocked answers a rendezvous request that o matched (and can
@@ -473,7 +546,7 @@ func (t *Transport) finishPipeLocked(o *op) {
 	if o.res.Err == nil {
 		o.res.Err = p.err
 	}
-	if o.kind == kindRecv && o.res.Err == nil && p.host == nil {
+	if o.kind == kindRecv && o.res.Err == nil && p.host == nil && !o.fallback {
 		countStaged("receive: a staged message from the sender's path", p.size)
 	}
 	t.releasePipe(p)
@@ -544,7 +617,13 @@ func (t *Transport) stepLocked(o *op) bool {
 func (t *Transport) sendAckLocked(src int, id uint32, status byte) {
 	s := t.smalls.get()
 	s.b[0] = status
-	op, err := t.inner.Isend(src, pt2pt.Mem{Ptr: s.mem(1), Len: 1}, pt2pt.InternalTag(t.Rank(), id), false)
+	t.sendSmallLocked(src, id, s, 1)
+}
+
+// sendSmallLocked sends the first n bytes of s as the ack of exchange id
+// to src, and gives s back once sent. t.mu held.
+func (t *Transport) sendSmallLocked(src int, id uint32, s *small, n int) {
+	op, err := t.inner.Isend(src, pt2pt.Mem{Ptr: s.mem(n), Len: n}, pt2pt.InternalTag(t.Rank(), id), false)
 	if err != nil {
 		t.smalls.put(s)
 		return

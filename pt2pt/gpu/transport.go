@@ -379,7 +379,7 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	d.handle = h
 	d.ack = t.nextAck.Add(1) & idMask
 	ack := t.smalls.get()
-	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: ack.mem(1), Len: 1}, pt2pt.InternalTag(dest, d.ack), pt2pt.InternalMask)
+	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: ack.mem(ackLen), Len: ackLen}, pt2pt.InternalTag(dest, d.ack), pt2pt.InternalMask)
 	if err != nil {
 		t.smalls.put(ack)
 		return nil, err
@@ -396,6 +396,7 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	t.background(bgItem{op: sop, small: ds2})
 	o := t.newOp(kindIPCSend)
 	o.inner, o.small = in, ack
+	o.user, o.ackTo, o.ackID = m, dest, d.ack // for a staged fallback (ackStaged)
 	return o, nil
 }
 
