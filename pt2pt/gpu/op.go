@@ -436,33 +436,9 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 // still mapped here is refused with CUDA_ERROR_ALREADY_MAPPED while that
 // mapping's unmap is deferred (docs/gpu-p2p.md, "Known problem").
 func (t *Transport) stagedFallbackLocked(o *op, d *descriptor, why error) {
-	var ds *devState
-	var err error
-	if o.user.Kind == pt2pt.Device {
-		ds, err = t.deviceLocked(o.user.Device)
-	}
 	chunk := t.cfg.StagingChunk
-	if err == nil {
-		o.pipe, err = t.newPipe(false, d.src, pt2pt.InternalTag(d.src, d.ack|dataBit), o.user, d.size, chunk, ds)
-	}
-	if err == nil {
-		t.pumpLocked(o.pipe)
-		err = o.pipe.err
-	}
-	if err != nil {
-		o.res.Err = fmt.Errorf("%w (and staging it instead: %v)", why, err)
-		if o.pipe != nil && o.pipe.busy() {
-			o.state.Store(stData)
-			t.addActiveLocked(o)
-			t.sendAckLocked(d.src, d.ack, ackFailed)
-			return
-		}
-		if o.pipe != nil {
-			t.releasePipe(o.pipe)
-			o.pipe = nil
-		}
-		t.sendAckLocked(d.src, d.ack, ackFailed)
-		t.finish(o)
+	if err := t.startRecvPipeLocked(o, d, pt2pt.InternalTag(d.src, d.ack|dataBit), chunk); err != nil {
+		t.failRecvPipeLocked(o, d, fmt.Errorf("%w (and staging it instead: %v)", why, err))
 		return
 	}
 	countStaged("receive: an IPC message the receiver could not map", d.size)
@@ -492,39 +468,55 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 		status = ackWhole
 		o.data, err = t.inner.Irecv(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}, tag, pt2pt.InternalMask)
 	} else {
-		var ds *devState
-		if o.user.Kind == pt2pt.Device {
-			ds, err = t.deviceLocked(o.user.Device)
-		}
-		if err == nil {
-			o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, d.chunk, ds)
-		}
-		if err == nil {
-			t.pumpLocked(o.pipe)
-			err = o.pipe.err
-		}
+		err = t.startRecvPipeLocked(o, d, tag, d.chunk)
 	}
 	if err != nil {
-		if o.pipe != nil && o.pipe.busy() {
-			// A receive posted before the failure: let the pipe
-			// finish once it is cancelled.
-			o.state.Store(stData)
-			t.addActiveLocked(o)
-			t.sendAckLocked(d.src, d.ack, ackFailed)
-			return
-		}
-		if o.pipe != nil {
-			t.releasePipe(o.pipe)
-			o.pipe = nil
-		}
-		o.res.Err = err
-		t.sendAckLocked(d.src, d.ack, ackFailed)
-		t.finish(o)
+		t.failRecvPipeLocked(o, d, err)
 		return
 	}
 	o.state.Store(stData)
 	t.addActiveLocked(o)
 	t.sendAckLocked(d.src, d.ack, status)
+}
+
+// startRecvPipeLocked sets up o's receive pipe for d's data, arriving on
+// tag in chunks of chunk bytes, and posts its first receives (into pinned
+// chunk buffers for a device buffer, into the caller's memory for a host
+// one), before the sender is asked for the data, so the first chunks never
+// arrive unexpected.
+func (t *Transport) startRecvPipeLocked(o *op, d *descriptor, tag uint64, chunk int) error {
+	var ds *devState
+	if o.user.Kind == pt2pt.Device {
+		var err error
+		if ds, err = t.deviceLocked(o.user.Device); err != nil {
+			return err
+		}
+	}
+	var err error
+	if o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, chunk, ds); err != nil {
+		return err
+	}
+	t.pumpLocked(o.pipe)
+	return o.pipe.err
+}
+
+// failRecvPipeLocked refuses d's data (ackFailed) when its receive could
+// not be set up (err); a receive the pipe posted before the failure is
+// left to finish once cancelled.
+func (t *Transport) failRecvPipeLocked(o *op, d *descriptor, err error) {
+	o.res.Err = err
+	if o.pipe != nil && o.pipe.busy() {
+		o.state.Store(stData)
+		t.addActiveLocked(o)
+		t.sendAckLocked(d.src, d.ack, ackFailed)
+		return
+	}
+	if o.pipe != nil {
+		t.releasePipe(o.pipe)
+		o.pipe = nil
+	}
+	t.sendAckLocked(d.src, d.ack, ackFailed)
+	t.finish(o)
 }
 
 // rtsLandedLocked finishes a rendezvous receive whose data arrived whole
