@@ -189,9 +189,11 @@ const (
 	// below. Each receiver is one hop from the root, so none waits for
 	// another to relay; when ranks outnumber cores a relay is also a rank
 	// that must be scheduled first. 4 ranks on the 2-core machine, 8 B
-	// and 1 KiB: bcast 2.1-3.5 → 0.4-1.1 µs, reduce 3.5-4.2 → 1.7-2.5
-	// (docs/performance-host.md, session 8). Open MPI 4.1 makes the same
-	// choices for 4-7 ranks.
+	// and 1 KiB, 3 rounds against session 7's binomial trees: bcast
+	// 2.2-3.8 → 0.4-1.1 µs, reduce 3.2-4.9 → 1.6-2.1
+	// (docs/performance-host.md, session 8). Open MPI 4.1's default
+	// barrier for 4-7 ranks is the linear one too (forcing it gives the
+	// same numbers).
 	linearRanks      = 7
 	bcastLinearMax   = 64 << 10  // bytes: binomial above (the root would send p-1 copies)
 	reduceLinearMax  = 64 << 10  // bytes: binomial above (the root would reduce p-1 vectors)

@@ -123,9 +123,9 @@ type Transport struct {
 // is shared, 10-15 µs when it is not) before the receive is posted: a peer
 // that is not running cannot answer within any poll, and the rank that
 // needs the core to send is most often the one sharing it. 2 ranks on one
-// core, 8-byte ping-pong: 2.6-2.9 µs per message with 128 rounds and no
-// retry, 0.9-1.0 with 1-16 rounds and retries (Open MPI: 1.7); barrier
-// 2.2 → 1.5 µs (docs/performance-host.md, session 8).
+// core, 8-byte ping-pong: 2.6-3.0 µs per message with 128 rounds and no
+// retry, 0.9-1.2 with 16 rounds and retries (Open MPI: 1.5-1.8); barrier
+// 2.2-2.5 → 1.5-1.8 µs (docs/performance-host.md, session 8).
 const (
 	tryRecvRounds               = 1024
 	tryRecvRoundsOversubscribed = 16
@@ -382,11 +382,11 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // (tryRecvYields times) with the processor given away between attempts
 // (sched_yield), as the blocking wait does then: the rank the message
 // comes from usually shares the core and needs it to send, and after the
-// yield the message is most often there. Posting the receive instead
-// (pin, request, completion) cost more than the hop itself on a shared
-// core: 2-rank barrier on one core 2.2 µs, against 1.1 for Open MPI and
-// 0.7-0.8 for the same exchange in C over gx.c (docs/performance-host.md,
-// session 8).
+// yield the message is most often there. Spinning 128 rounds first, then
+// posting the receive (pin, request, completion), made a shared core's
+// 8-byte ping-pong 2.6-3.0 µs per message, against 1.5-1.7 for Open MPI
+// and 0.7-0.8 for the same exchange in C over gx.c
+// (docs/performance-host.md, session 8).
 func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	for i := 0; ; i++ {
 		rv, ok, err := t.tryRecvOnce(m, tag, mask)
