@@ -21,7 +21,9 @@
 // steps (send, recv, reduce, copy, scale) to a schedule through a builder.
 // Consecutive communication steps form a round and are posted together; the
 // local steps that follow run, in order, once every communication of their
-// round has completed. The executor (a Request) advances a schedule as far
+// round has completed (a copy that touches none of the round's messages may
+// instead run as soon as they are posted, overlapping their transfer: an
+// all-to-all's own block). The executor (a Request) advances a schedule as far
 // as it can without blocking on every Test; Wait is Test in a loop. So a
 // blocking collective is "start, then Wait", and blocking and nonblocking
 // variants share every line of algorithm code.

@@ -219,6 +219,9 @@ func (e *exec) advance(poll bool) (bool, error) {
 				return e.fail(err)
 			}
 			e.posted = true
+			if err := e.runLocal(r.early); err != nil {
+				return e.fail(err)
+			}
 		}
 		pending := false
 		for i, q := range e.reqs {
@@ -251,25 +254,33 @@ func (e *exec) advance(poll bool) (bool, error) {
 		if pending {
 			return false, nil
 		}
-		for _, s := range r.local {
-			var err error
-			switch s.kind {
-			case stepCopy:
-				err = e.mem.Copy(e.bytes(s.a), e.bytes(s.b))
-			case stepReduce:
-				err = e.mem.Reduce(e.op, e.t, e.bytes(s.a), e.bytes(s.b))
-			case stepScale:
-				err = e.mem.Scale(e.t, e.bytes(s.a), s.peer)
-			}
-			if err != nil {
-				return e.fail(fmt.Errorf("%v: %w", s, err))
-			}
+		if err := e.runLocal(r.local); err != nil {
+			return e.fail(err)
 		}
 		e.cur++
 		e.posted = false
 	}
 	e.finish()
 	return true, nil
+}
+
+// runLocal runs local steps in order.
+func (e *exec) runLocal(steps []step) error {
+	for _, s := range steps {
+		var err error
+		switch s.kind {
+		case stepCopy:
+			err = e.mem.Copy(e.bytes(s.a), e.bytes(s.b))
+		case stepReduce:
+			err = e.mem.Reduce(e.op, e.t, e.bytes(s.a), e.bytes(s.b))
+		case stepScale:
+			err = e.mem.Scale(e.t, e.bytes(s.a), s.peer)
+		}
+		if err != nil {
+			return fmt.Errorf("%v: %w", s, err)
+		}
+	}
+	return nil
 }
 
 // Wait runs the schedule to completion. When this is the only schedule in

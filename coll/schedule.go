@@ -60,9 +60,11 @@ func (s step) String() string {
 }
 
 // round is a set of communication steps posted together, then local steps
-// run in order once all of them have completed.
+// run in order once all of them have completed. early steps run once the
+// sends are posted, before the round waits for anything: local work that
+// touches no buffer of the round's messages overlaps with their transfer.
 type round struct {
-	comm, local []step
+	comm, early, local []step
 }
 
 // builder accumulates a schedule. Algorithms call send/recv/copy/reduce/
@@ -149,6 +151,20 @@ func (b *builder) reduce(in, inout ref) {
 		return
 	}
 	b.local(step{kind: stepReduce, a: in, b: inout})
+}
+
+// copyEarly copies src into dst while the current round's messages are in
+// flight (round.early): neither range may be one a message of the round
+// reads or writes. It belongs after the round's send and receive steps.
+func (b *builder) copyEarly(dst, src ref) {
+	if dst.n == 0 || dst == src {
+		return
+	}
+	if len(b.rounds) > 0 && len(b.rounds[len(b.rounds)-1].local) > 0 {
+		b.newNext = true // after local steps: a round of its own, as a message would
+	}
+	c := b.cur()
+	c.early = append(c.early, step{kind: stepCopy, a: dst, b: src})
 }
 
 // scaleAvg divides r by n when the op is Avg.

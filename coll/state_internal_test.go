@@ -47,3 +47,26 @@ func TestBuilderRounds(t *testing.T) {
 		t.Fatalf("rounds %+v", b.rounds)
 	}
 }
+
+// An early copy joins the round whose messages it overlaps, but never runs
+// before local steps already scheduled: after them it starts a round of its
+// own, as a message would.
+func TestBuilderEarlyCopy(t *testing.T) {
+	b := &builder{}
+	x, y := ref{s: slotTmp, n: 4}, ref{s: slotRecv, n: 4}
+	b.send(x, 1)
+	b.recv(x, 2)
+	b.copyEarly(y, x)
+	if len(b.rounds) != 1 || len(b.rounds[0].early) != 1 || len(b.rounds[0].local) != 0 {
+		t.Fatalf("early copy after messages: %+v", b.rounds)
+	}
+	b.copy(x, y)
+	b.copyEarly(y, x)
+	if len(b.rounds) != 2 || len(b.rounds[1].early) != 1 || len(b.rounds[1].comm) != 0 {
+		t.Fatalf("early copy after a local step: %+v", b.rounds)
+	}
+	b.copyEarly(x, x) // same range: dropped
+	if len(b.rounds[1].early) != 1 {
+		t.Fatalf("same-range early copy kept: %+v", b.rounds)
+	}
+}
