@@ -1344,3 +1344,40 @@ func TestIPCRefusedFallsBackToStaging(t *testing.T) {
 		t.Errorf("%d bytes taken by the fallback, want %d", got, want)
 	}
 }
+
+// noPinnedDevice is a refusingDevice whose pinned host allocations fail
+// too: a sender that cannot stage.
+type noPinnedDevice struct{ refusingDevice }
+
+func (noPinnedDevice) HostAlloc(int) (unsafe.Pointer, error) {
+	return nil, cudadrv.NewError("cuMemHostAlloc", cudadrv.ErrorOutOfMemory, "")
+}
+
+// TestIPCFallbackSenderFails: when the receiver asks for an IPC message in
+// chunks and the sender cannot stage it, both sides fail the message (the
+// sender tells the receiver with an empty chunk) instead of the receiver
+// waiting for ever.
+func TestIPCFallbackSenderFails(t *testing.T) {
+	drv := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30})
+	defer drv.Close()
+	d0, _ := drv.Device(0)
+	rd := &refusingDriver{Driver: drv, devs: map[int]cudadrv.Device{0: &noPinnedDevice{refusingDevice{d0}}}}
+	const n = 10000
+	runRanks(t, rd, 2, Config{Mode: ModeIPC, StagingChunk: 4096, StagingDepth: 2}, func(k *rank) error {
+		if k.r == 0 {
+			b := k.alloc(t, pt2pt.Device, n)
+			defer b.free()
+			err := k.c.Send(b.m, 1, 7, false)
+			if err == nil || !strings.Contains(err.Error(), "staging an IPC message") {
+				return fmt.Errorf("send: %v, want the staging failure", err)
+			}
+			return nil
+		}
+		b := k.alloc(t, pt2pt.Host, n)
+		defer b.free()
+		if _, err := k.c.Recv(b.m, 0, 7); !errors.Is(err, errSenderFailed) {
+			return fmt.Errorf("receive: %v, want the sender's failure", err)
+		}
+		return nil
+	})
+}

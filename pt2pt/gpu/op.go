@@ -223,8 +223,13 @@ func (t *Transport) completeLocked(o *op) {
 				p, err = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, chunk, ds)
 			}
 			if err != nil {
-				// The receiver waits for data that will not come: a
-				// failure on both sides, as for any lost peer.
+				// The receiver's pipe waits for chunks: an empty message
+				// on the data tag is a failed sender's (pipe.go), so it
+				// fails too instead of waiting.
+				if op, e := t.inner.Isend(o.ackTo, pt2pt.Mem{}, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), false); e == nil {
+					t.bg = append(t.bg, bgItem{op: op})
+					t.nwork.Add(1)
+				}
 				o.res.Err = fmt.Errorf("gpu: staging an IPC message the receiver could not map: %w", err)
 				break
 			}
@@ -434,7 +439,8 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 // works between the two: the driver maps whole blocks of small
 // allocations, and a buffer the peer reallocated at the address of one
 // still mapped here is refused with CUDA_ERROR_ALREADY_MAPPED while that
-// mapping's unmap is deferred (docs/gpu-p2p.md, "Known problem").
+// mapping's unmap is deferred (docs/gpu-p2p.md, "A handle the receiver
+// cannot map").
 func (t *Transport) stagedFallbackLocked(o *op, d *descriptor, why error) {
 	chunk := t.cfg.StagingChunk
 	if err := t.startRecvPipeLocked(o, d, pt2pt.InternalTag(d.src, d.ack|dataBit), chunk); err != nil {
