@@ -150,7 +150,8 @@ func (e *exec) Test() (bool, error) {
 }
 
 // postRound starts round r's messages: e.reqs[i] is r.comm[i]'s request,
-// nil for a message already complete.
+// nil for a message already complete. It runs the round's early steps once
+// the sends are out (before the receives are tried, when immediate).
 //
 // immediate is set when the caller is about to block for the round (a
 // blocking schedule alone in its domain: waitAlone). Then the sends go
@@ -171,10 +172,17 @@ func (e *exec) postRound(r *round, immediate bool) error {
 			}
 			e.reqs = append(e.reqs, q)
 		}
-		return nil
+		return e.runLocal(r.early)
 	}
 	e.reqs = append(e.reqs[:0], make([]Request, len(r.comm))...)
 	for pass := stepSend; pass <= stepRecv; pass++ {
+		if pass == stepRecv {
+			// The sends are out: the early steps overlap them before
+			// this rank waits in a receive.
+			if err := e.runLocal(r.early); err != nil {
+				return err
+			}
+		}
 		for i, s := range r.comm {
 			if s.kind != pass {
 				continue
@@ -219,9 +227,6 @@ func (e *exec) advance(poll bool) (bool, error) {
 				return e.fail(err)
 			}
 			e.posted = true
-			if err := e.runLocal(r.early); err != nil {
-				return e.fail(err)
-			}
 		}
 		pending := false
 		for i, q := range e.reqs {
