@@ -424,10 +424,11 @@ func (b *DeviceBuffer[T]) pin(*runtime.Pinner) {}
 // hostBytes is nil: device memory is never a Go slice.
 func (b *DeviceBuffer[T]) hostBytes() []byte { return nil }
 
-// slice is Slice without checks, for callers (collectives) that have
-// validated the region already.
+// device is the GPU holding the buffer (Buffer.device).
 func (b *DeviceBuffer[T]) device() int { return b.Device() }
 
+// slice is Slice without checks, for callers (collectives) that have
+// validated the region already.
 func (b *DeviceBuffer[T]) slice(off, n int) Buffer {
 	return &DeviceBuffer[T]{a: b.a, off: b.off + off, n: n, view: true}
 }

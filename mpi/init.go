@@ -128,7 +128,7 @@ func start() (*state, error) {
 		}
 		s.kv = s.client
 	} else {
-		s.kv = newLocalKV()
+		s.kv = ucx.NewLocalKV()
 	}
 	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep,
 		Oversubscribed: oversubscribed, CgoCalls: fast == 0})
@@ -261,32 +261,4 @@ func Abort(code int) {
 	}
 	fmt.Fprintf(os.Stderr, "gompix: MPI_Abort called with code %d\n", code)
 	os.Exit(code)
-}
-
-// localKV is the wire-up store of a singleton: this process is the whole
-// job, so Put/Get are a map and Fence is immediate.
-type localKV struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func newLocalKV() *localKV { return &localKV{m: map[string][]byte{}} }
-
-func (k *localKV) Put(key string, val []byte) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = append([]byte(nil), val...)
-	return nil
-}
-
-func (k *localKV) Fence(context.Context) error { return nil }
-
-func (k *localKV) Get(_ context.Context, key string) ([]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	if !ok {
-		return nil, fmt.Errorf("key %q: %w", key, wireup.ErrNotFound)
-	}
-	return v, nil
 }

@@ -175,7 +175,7 @@ func (e *Engine) Idle(round int) {
 			e.passSchedulerNow()
 		}
 	case round < e.spin+e.yield:
-		osYield()
+		YieldProcessor()
 	default:
 		e.t.Idle()
 	}

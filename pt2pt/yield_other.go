@@ -4,6 +4,6 @@ package pt2pt
 
 import "runtime"
 
-// osYield falls back to yielding the goroutine where sched_yield is not
-// reachable through package syscall.
-func osYield() { runtime.Gosched() }
+// YieldProcessor falls back to yielding the goroutine where sched_yield is
+// not reachable through package syscall.
+func YieldProcessor() { runtime.Gosched() }

@@ -129,9 +129,11 @@ func (o *op) Done() bool {
 }
 
 // needsLock: finishing o touches t's shared state (device streams, the
-// IPC cache, the active list): device receives and IPC messages.
+// IPC cache, the active list): device receives and IPC messages, and an
+// IPC send only when its ack asks for the data in chunks (ackStaged: its
+// pipe goes on the active list). o's transport operation is complete.
 func (o *op) needsLock() bool {
-	return o.kind == kindRTSSend || o.kind == kindIPCSend ||
+	return o.kind == kindRTSSend || o.kind == kindIPCSend && o.small.b[0] == ackStaged ||
 		o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
 }
 
@@ -223,21 +225,14 @@ func (t *Transport) completeLocked(o *op) {
 				p, err = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, chunk, ds)
 			}
 			if err != nil {
-				// The receiver's pipe waits for chunks: an empty message
-				// on the data tag is a failed sender's (pipe.go), so it
-				// fails too instead of waiting.
-				if op, e := t.inner.Isend(o.ackTo, pt2pt.Mem{}, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), false); e == nil {
-					t.bg = append(t.bg, bgItem{op: op})
-					t.nwork.Add(1)
-				}
+				// The receiver's pipe waits for chunks: the failed
+				// sender's empty message makes it fail instead.
+				t.sendAbortLocked(o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit))
 				o.res.Err = fmt.Errorf("gpu: staging an IPC message the receiver could not map: %w", err)
 				break
 			}
-			p.cts = true
 			o.pipe = p
-			o.state.Store(stData)
-			t.addActiveLocked(o)
-			t.pumpLocked(p)
+			t.sendChunksLocked(o)
 			return
 		}
 		t.finish(o)
@@ -264,10 +259,7 @@ func (t *Transport) completeLocked(o *op) {
 				// from the caller's memory (no buffers: cannot fail).
 				o.pipe, _ = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, t.cfg.StagingChunk, nil)
 			}
-			o.pipe.cts = true
-			o.state.Store(stData)
-			t.addActiveLocked(o)
-			t.pumpLocked(o.pipe)
+			t.sendChunksLocked(o)
 			return
 		case o.small.b[0] == ackFailed:
 			o.res.Err = errors.New("gpu: the receiver could not take the rendezvous message (see its error)")
@@ -287,6 +279,15 @@ func (t *Transport) completeLocked(o *op) {
 	default:
 		t.completeRecvLocked(o, r)
 	}
+}
+
+// sendChunksLocked starts the data phase of o, a send whose receiver asked
+// for chunks: o.pipe sends them from now on, Progress finishing o.
+func (t *Transport) sendChunksLocked(o *op) {
+	o.pipe.cts = true
+	o.state.Store(stData)
+	t.addActiveLocked(o)
+	t.pumpLocked(o.pipe)
 }
 
 func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {

@@ -248,6 +248,15 @@ func (t *Transport) landedLocked(p *pipe, s *slot, r pt2pt.Result) {
 	}
 }
 
+// sendAbortLocked sends the empty message that tells the receiver of the
+// chunks on tag that they will not come (see "Errors" above). t.mu held.
+func (t *Transport) sendAbortLocked(peer int, tag uint64) {
+	if op, err := t.inner.Isend(peer, pt2pt.Mem{}, tag, false); err == nil {
+		t.bg = append(t.bg, bgItem{op: op})
+		t.nwork.Add(1)
+	}
+}
+
 // abortRecvLocked stops a receiving pipe: no more chunks will come, so
 // the receives posted beyond this one are cancelled (the pipe finishes
 // once they report it).
@@ -282,10 +291,7 @@ func (t *Transport) startSendsLocked(p *pipe) bool {
 	}
 	if p.stop && p.cts && !p.aborted && p.sent < p.nchunks {
 		p.aborted, moved = true, true
-		if op, err := t.inner.Isend(p.peer, pt2pt.Mem{}, p.tag, false); err == nil {
-			t.bg = append(t.bg, bgItem{op: op})
-			t.nwork.Add(1)
-		}
+		t.sendAbortLocked(p.peer, p.tag)
 	}
 	for !p.stop && p.next < p.nchunks {
 		s := &p.slots[p.next%len(p.slots)]

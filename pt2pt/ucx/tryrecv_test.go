@@ -3,36 +3,10 @@ package ucx
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/gompix/gompix/pt2pt"
 )
-
-// memKV is a one-process key-value store for a transport of one rank.
-type memKV struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-func (k *memKV) Put(key string, val []byte) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = append([]byte(nil), val...)
-	return nil
-}
-
-func (k *memKV) Fence(context.Context) error { return nil }
-
-func (k *memKV) Get(_ context.Context, key string) ([]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	if !ok {
-		return nil, fmt.Errorf("no key %q", key)
-	}
-	return v, nil
-}
 
 // TestTryRecvYieldsWhenOversubscribed: when ranks outnumber cores, an
 // immediate receive with no message gives the processor away between its
@@ -47,7 +21,7 @@ func TestTryRecvYieldsWhenOversubscribed(t *testing.T) {
 			osYield = func() { yields++ }
 			defer func() { osYield = old }()
 
-			tr, err := New(context.Background(), Config{Rank: 0, Size: 1, KV: &memKV{m: map[string][]byte{}}, Oversubscribed: over})
+			tr, err := New(context.Background(), Config{Rank: 0, Size: 1, KV: NewLocalKV(), Oversubscribed: over})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,6 +32,35 @@ type KV interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
+// LocalKV is the KV of a job whose only process is this one (a
+// singleton, or a test): Put and Get are a map, Fence is immediate.
+type LocalKV struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// NewLocalKV returns an empty LocalKV.
+func NewLocalKV() *LocalKV { return &LocalKV{m: map[string][]byte{}} }
+
+func (k *LocalKV) Put(key string, val []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[key] = append([]byte(nil), val...)
+	return nil
+}
+
+func (k *LocalKV) Fence(context.Context) error { return nil }
+
+func (k *LocalKV) Get(_ context.Context, key string) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[key]
+	if !ok {
+		return nil, fmt.Errorf("ucx: key %q: not published by this process, the job's only one", key)
+	}
+	return v, nil
+}
+
 // Config describes this process's place in the job.
 type Config struct {
 	Rank, Size int
@@ -396,6 +425,9 @@ func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool
 		osYield()
 	}
 }
+
+// osYield is pt2pt.YieldProcessor; a test counts the calls.
+var osYield = pt2pt.YieldProcessor
 
 func (t *Transport) tryRecvOnce(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	t.mu.Lock()
