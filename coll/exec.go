@@ -16,6 +16,7 @@ type exec struct {
 	prog *Progress
 	pl   *plan // the schedule (shared, read-only) and its algorithm
 	comm Comm
+	caps *commCaps // comm's optional interfaces
 	mem  Mem
 	op   Op
 	t    dtype.Type
@@ -24,10 +25,14 @@ type exec struct {
 	tmp  *tmpBuf       // the scratch space, handed back to pl on success
 	pins [numSlots]any // the Comm's Pinner tokens for pinned slots (see post)
 
-	cur    int        // current round
-	posted bool       // the current round's communication is posted
-	reqs   []Request  // the current round's requests, nil once complete
-	reqArr [4]Request // backing for reqs in rounds of up to 4 messages
+	cur    int       // current round
+	posted bool      // the current round's communication is posted
+	reqs   []Request // the current round's requests, nil once complete
+	// reqArr backs reqs in rounds of up to 4 messages. Its entries are nil
+	// whenever a round starts: a round ends only once every request has
+	// completed and been set to nil, and reset clears what a failed
+	// schedule left.
+	reqArr [4]Request
 
 	inDomain bool // listed in prog.active (guarded by mu)
 	// outside: started outside the domain for a blocking call
@@ -64,6 +69,24 @@ type immediateReceiver interface {
 	TryRecv(buf []byte, src, tag int) (n int, ok bool, err error)
 }
 
+// commCaps holds the optional interfaces a space's Comm implements, found
+// once per space: an assertion from one interface type to another looks its
+// answer up at run time, and the executor asked three of them for every
+// message (session 9).
+type commCaps struct {
+	pin Pinner            // nil: the Comm pins nothing
+	is  immediateSender   // used only with pin
+	ir  immediateReceiver // nil: receives are always posted
+}
+
+func capsOf(c Comm) *commCaps {
+	k := &commCaps{}
+	k.pin, _ = c.(Pinner)
+	k.is, _ = c.(immediateSender)
+	k.ir, _ = c.(immediateReceiver)
+	return k
+}
+
 // bytes resolves a ref to memory.
 func (e *exec) bytes(r ref) []byte {
 	if r.n == 0 {
@@ -84,7 +107,7 @@ func (e *exec) fail(err error) (bool, error) {
 func (e *exec) unpin() {
 	for i, t := range e.pins {
 		if t != nil {
-			e.comm.(Pinner).Unpin(t)
+			e.caps.pin.Unpin(t)
 			e.pins[i] = nil
 		}
 	}
@@ -100,16 +123,14 @@ func (e *exec) unpin() {
 // State pins nothing.
 func (e *exec) post(s step) (Request, error) {
 	buf := e.bytes(s.a)
-	if len(buf) == 0 || e.pins[s.a.s] == nil {
-		if p, ok := e.comm.(Pinner); ok {
-			if is, ok := e.comm.(immediateSender); ok && s.kind == stepSend {
-				if q, sent, err := is.TrySend(buf, s.peer, e.tag); sent || err != nil {
-					return q, err
-				}
+	if p := e.caps.pin; p != nil && (len(buf) == 0 || e.pins[s.a.s] == nil) {
+		if is := e.caps.is; is != nil && s.kind == stepSend {
+			if q, sent, err := is.TrySend(buf, s.peer, e.tag); sent || err != nil {
+				return q, err
 			}
-			if len(buf) > 0 {
-				e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
-			}
+		}
+		if len(buf) > 0 {
+			e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
 		}
 	}
 	if s.kind == stepSend {
@@ -162,8 +183,8 @@ func (e *exec) Test() (bool, error) {
 // receive that does not come in time is posted as usual. Receives keep their
 // order among themselves, so messages from one peer still match in order.
 func (e *exec) postRound(r *round, immediate bool) error {
-	ir, canTry := e.comm.(immediateReceiver)
-	if !immediate || !canTry {
+	ir := e.caps.ir
+	if !immediate || ir == nil {
 		e.reqs = e.reqs[:0]
 		for _, s := range r.comm {
 			q, err := e.post(s)
@@ -174,7 +195,11 @@ func (e *exec) postRound(r *round, immediate bool) error {
 		}
 		return e.runLocal(r.early)
 	}
-	e.reqs = append(e.reqs[:0], make([]Request, len(r.comm))...)
+	if n := len(r.comm); n <= len(e.reqArr) {
+		e.reqs = e.reqArr[:n] // all nil: see reqArr
+	} else {
+		e.reqs = make([]Request, n)
+	}
 	for pass := stepSend; pass <= stepRecv; pass++ {
 		if pass == stepRecv {
 			// The sends are out: the early steps overlap them before

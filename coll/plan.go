@@ -108,12 +108,18 @@ func (b *builder) setBlockCounts() {
 
 // run starts pl on the given buffers.
 func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (Request, error) {
-	e := s.spare.Swap(nil)
-	if e == nil {
+	var e *exec
+	if s.blocking && s.kept != nil {
+		e, s.kept = s.kept, nil
+	} else if e = s.spare.Swap(nil); e == nil {
 		e = new(exec)
 	}
 	comm, mem := s.space()
 	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, comm, mem, op, t, tag
+	e.caps = s.hostCaps
+	if s.onDev {
+		e.caps = s.devCaps
+	}
 	e.bufs[slotSend], e.bufs[slotRecv], e.bufs[slotTmp] = send, recv, nil // not a literal: see newBuilder
 	e.reqs = e.reqArr[:0]
 	e.outside = s.blocking
@@ -185,11 +191,44 @@ func (s *State) WaitRelease(r Request) error {
 	return err
 }
 
+// WaitKeep is WaitRelease for a caller that keeps the State's other
+// methods from running until it returns (package mpi holds a
+// communicator's collective lock through a blocking host collective): a
+// schedule recycled here is kept in a plain field for the next blocking
+// call instead of spare. Spare's swap and store are locked instructions,
+// each of which waits until the stores of the message just sent have
+// drained from the processor (6 % of a 2-rank broadcast loop, session 9).
+func (s *State) WaitKeep(r Request) error {
+	e, ok := r.(*exec)
+	if !ok {
+		return r.Wait()
+	}
+	done, err, recycled := e.waitOutside(true)
+	if recycled {
+		s.kept = e
+		return nil
+	}
+	if !done {
+		err = e.Wait()
+	}
+	if err == nil {
+		s.Release(e)
+	}
+	return err
+}
+
 // reset clears a finished schedule for reuse. e.mu is held, or e is
 // unreachable from any other goroutine.
 func (e *exec) reset() {
-	e.pl, e.comm, e.mem, e.op = nil, nil, nil, Op{}
-	clear(e.bufs[:])
+	e.pl, e.comm, e.caps, e.mem, e.op = nil, nil, nil, nil, Op{}
+	// Slot by slot: clear() of an array holding pointers is a typed clear
+	// through the runtime's write-barrier bookkeeping (see newBuilder).
+	e.bufs[0], e.bufs[1], e.bufs[2], e.bufs[3] = nil, nil, nil, nil
+	_ = [1]int{}[numSlots-4] // (numSlots is 4: the line above clears them all)
 	e.cur, e.posted, e.done, e.reqs, e.outside = 0, false, false, nil, false
-	clear(e.reqArr[:])
+	for i, q := range e.reqArr {
+		if q != nil { // only after a failure (see reqArr)
+			e.reqArr[i] = nil
+		}
+	}
 }

@@ -63,7 +63,10 @@ const DirectName = "ipc_direct"
 
 // SetDevice gives the State its device space. Calls made while UseDevice is
 // on run there.
-func (s *State) SetDevice(sp Space) { s.dev = &sp }
+func (s *State) SetDevice(sp Space) {
+	s.dev = &sp
+	s.devCaps = capsOf(sp.Comm)
+}
 
 // HasDevice reports whether SetDevice has been called.
 func (s *State) HasDevice() bool { return s.dev != nil }

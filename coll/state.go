@@ -27,9 +27,12 @@ type State struct {
 	prog *Progress
 	cfg  config
 
-	dev    *Space  // the device space (SetDevice); nil until then
-	onDev  bool    // the calls being started run in dev (UseDevice)
-	stream uintptr // the calls being started run on this CUDA stream (SetCallStream); 0: off
+	dev *Space // the device space (SetDevice); nil until then
+	// hostCaps and devCaps: the optional interfaces of the host and
+	// device spaces' Comms (commCaps).
+	hostCaps, devCaps *commCaps
+	onDev             bool    // the calls being started run in dev (UseDevice)
+	stream            uintptr // the calls being started run on this CUDA stream (SetCallStream); 0: off
 	// blocking: the calls being started are waited for at once by their
 	// caller (SetCallBlocking).
 	blocking bool
@@ -38,6 +41,7 @@ type State struct {
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
 	last  [numKinds]lastPlan   // each collective's last plan, checked first
 	spare atomic.Pointer[exec] // a released executor, for the next call
+	kept  *exec                // one recycled by WaitKeep, for the next blocking call
 }
 
 // NewState returns the engine for c. o may be nil.
@@ -49,6 +53,7 @@ func NewState(c Comm, o *Options) *State {
 	if o != nil && o.Progress != nil {
 		s.prog = o.Progress
 	}
+	s.hostCaps = capsOf(c)
 	return s
 }
 
@@ -64,16 +69,22 @@ func (s *State) nextTag() int {
 	return t
 }
 
-// newBuilder resets the State's builder for a call. It clears the builder
-// and then sets its fields one by one: assigning a composite literal builds
-// the literal in a temporary and copies it, with loads wider than the
-// stores that just wrote it (a store-forwarding stall: a tenth of a
-// collective call's fixed cost in perf annotate, session 7).
+// newBuilder resets the State's builder for a call, field by field.
+// Assigning a composite literal builds the literal in a temporary and
+// copies it, with loads wider than the stores that just wrote it (a
+// store-forwarding stall: a tenth of a collective call's fixed cost in perf
+// annotate, session 7); clearing the whole struct first (*b = builder{})
+// is a typed clear of memory holding pointers, which goes through the
+// runtime's write-barrier bookkeeping (2 % of a 2-rank broadcast loop,
+// session 9). TestNewBuilderResets checks that no field is left over.
 func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
 	b := &s.b
-	*b = builder{}
-	b.kind, b.rank, b.size, b.count = k, s.comm.Rank(), s.comm.Size(), count
-	b.t, b.esz, b.op, b.skipEmpty = t, t.Size(), op, true
+	b.rounds, b.newNext, b.tmp = nil, false, 0
+	b.cache, b.blockCounts = false, false
+	b.kind, b.rank, b.size, b.root, b.count = k, s.comm.Rank(), s.comm.Size(), 0, count
+	b.t, b.esz, b.op, b.skipEmpty, b.inPlace = t, t.Size(), op, true, false
+	b.sbuf, b.rbuf, b.src = ref{}, ref{}, ref{}
+	b.counts, b.displs, b.sendCounts, b.sendDispls = nil, nil, nil, nil
 	return b
 }
 

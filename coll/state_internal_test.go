@@ -1,6 +1,11 @@
 package coll
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
 
 type nullComm struct{}
 
@@ -68,5 +73,45 @@ func TestBuilderEarlyCopy(t *testing.T) {
 	b.copyEarly(x, x) // same range: dropped
 	if len(b.rounds[1].early) != 1 {
 		t.Fatalf("same-range early copy kept: %+v", b.rounds)
+	}
+}
+
+// dirty sets every field of the struct v to a non-zero value, so that a
+// field a reset forgets shows up (TestNewBuilderResets).
+func dirty(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		f = reflect.NewAt(f.Type(), f.Addr().UnsafePointer()).Elem() // unexported fields too
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64, reflect.Int32, reflect.Int16, reflect.Int8:
+			f.SetInt(3)
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			f.SetUint(3)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Struct:
+			dirty(t, f)
+		case reflect.Func:
+			f.Set(reflect.MakeFunc(f.Type(), func([]reflect.Value) []reflect.Value { return nil }))
+		default:
+			t.Fatalf("dirty: field %s of kind %v", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+}
+
+// newBuilder sets the builder's fields one by one rather than clearing the
+// struct: every field must still start from its zero value but those the
+// call sets.
+func TestNewBuilderResets(t *testing.T) {
+	s := NewState(nullComm{}, nil)
+	dirty(t, reflect.ValueOf(&s.b).Elem())
+	op := Op{Builtin: dtype.Max}
+	b := s.newBuilder(Allreduce, dtype.Int32, op, 7)
+	want := builder{kind: Allreduce, rank: 0, size: 1, count: 7, t: dtype.Int32, esz: 4, op: op, skipEmpty: true}
+	if !reflect.DeepEqual(*b, want) {
+		t.Fatalf("newBuilder left\n%+v\nwant\n%+v", *b, want)
 	}
 }

@@ -76,15 +76,53 @@ type Buffer interface {
 	// to an interface with Device: that assertion looks its answer up in
 	// the runtime's interface table on every collective call.
 	device() int
+	// info answers a collective's questions about the buffer in one call
+	// (bufInfo's fields, in order).
+	info() (host []byte, n int, t dtype.Type, dev int, none bool)
+}
+
+// bufInfo is what a collective's argument checks need of one Buffer,
+// gathered by a single method call: asked one by one through the
+// interface (type, device, bytes, length, each buffer twice or more),
+// they were a third of a 2-rank 8-byte allreduce's Go work before its
+// message left (session 9). Buffer.info returns the fields as separate
+// results, which describe stores one by one: a struct of this size
+// returned or assigned whole is built in a temporary and copied with loads
+// wider than the stores that wrote it (a store-forwarding stall), and a
+// pointer handed to the interface method escapes to the heap.
+type bufInfo struct {
+	host []byte // the host bytes; nil when empty, on a device, or InPlace
+	n    int    // elements
+	t    dtype.Type
+	dev  int  // the GPU holding the buffer; -1 for host memory and InPlace
+	none bool // mpi.InPlace or an absent (nil) buffer: no memory of its own
+}
+
+// describe fills in *i for b, which may be nil (a none).
+func describe(b Buffer, i *bufInfo) {
+	if b == nil {
+		i.host, i.n, i.t, i.dev, i.none = nil, 0, 0, -1, true
+		return
+	}
+	i.host, i.n, i.t, i.dev, i.none = b.info()
 }
 
 // HostBuffer is a Buffer over a Go slice.
 type HostBuffer[T Elem] struct {
 	s []T
+	// t is TypeOf[T](), when typed (set by Slice; a zero HostBuffer is
+	// not): TypeOf's type switch runs on the runtime type in generic code,
+	// a few ns per call on every collective's path.
+	t     dtype.Type
+	typed bool
 }
 
 // Slice wraps a Go slice as a message buffer. The buffer aliases s.
-func Slice[T Elem](s []T) *HostBuffer[T] { return &HostBuffer[T]{s: s} }
+func Slice[T Elem](s []T) *HostBuffer[T] {
+	b := &HostBuffer[T]{s: s}
+	b.t, b.typed = TypeOf[T](), true
+	return b
+}
 
 // Data returns the wrapped slice.
 func (b *HostBuffer[T]) Data() []T { return b.s }
@@ -93,7 +131,12 @@ func (b *HostBuffer[T]) Data() []T { return b.s }
 func (b *HostBuffer[T]) Len() int { return len(b.s) }
 
 // Type is the element type.
-func (b *HostBuffer[T]) Type() dtype.Type { return TypeOf[T]() }
+func (b *HostBuffer[T]) Type() dtype.Type {
+	if b.typed {
+		return b.t
+	}
+	return TypeOf[T]()
+}
 
 func (b *HostBuffer[T]) mem() pt2pt.Mem {
 	if len(b.s) == 0 {
@@ -117,6 +160,10 @@ func (b *HostBuffer[T]) hostBytes() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&b.s[0])), len(b.s)*int(unsafe.Sizeof(z)))
 }
 
-func (b *HostBuffer[T]) slice(off, n int) Buffer { return &HostBuffer[T]{s: b.s[off : off+n]} }
+func (b *HostBuffer[T]) slice(off, n int) Buffer { return Slice(b.s[off : off+n]) }
 
 func (b *HostBuffer[T]) device() int { return -1 }
+
+func (b *HostBuffer[T]) info() ([]byte, int, dtype.Type, int, bool) {
+	return b.hostBytes(), len(b.s), b.Type(), -1, false
+}

@@ -251,7 +251,10 @@ func (inPlace) pin(*runtime.Pinner)   {}
 func (inPlace) hostBytes() []byte     { return nil }
 func (inPlace) slice(int, int) Buffer { return inPlace{} }
 func (inPlace) device() int           { return -1 }
-func (inPlace) String() string        { return "mpi.InPlace" }
+func (inPlace) info() ([]byte, int, dtype.Type, int, bool) {
+	return nil, 0, 0, -1, true
+}
+func (inPlace) String() string { return "mpi.InPlace" }
 
 // InPlace, passed as the send buffer (or the root's receive buffer of
 // Scatter/Scatterv), selects MPI's in-place variant (MPI_IN_PLACE).
@@ -266,31 +269,44 @@ var empty = []byte{}
 // collBytes returns the bytes coll sees for b: nil for InPlace or an absent
 // buffer, never nil otherwise.
 func collBytes(b Buffer) ([]byte, error) {
-	if b == nil || isInPlace(b) {
+	var i bufInfo
+	describe(b, &i)
+	return collBytesOf(b, &i)
+}
+
+// collBytesOf is collBytes for a buffer already described by i.
+func collBytesOf(b Buffer, i *bufInfo) ([]byte, error) {
+	switch {
+	case i.none:
 		return nil, nil
-	}
-	if bufferDevice(b) >= 0 {
+	case i.dev >= 0:
 		return deviceBytes(b)
-	}
-	h := b.hostBytes()
-	if h == nil {
+	case i.host == nil:
 		return empty, nil
 	}
-	return h, nil
+	return i.host, nil
 }
 
 // typeOf returns the element type shared by the real (non-InPlace, non-nil)
 // buffers, and an ErrType if they disagree.
-func typeOf(name string, bufs ...Buffer) (dtype.Type, error) {
+func typeOf(name string, send, recv Buffer) (dtype.Type, error) {
+	var is [2]bufInfo
+	describe(send, &is[0])
+	describe(recv, &is[1])
+	return typeOfInfo(name, is[:])
+}
+
+// typeOfInfo is typeOf for buffers already described.
+func typeOfInfo(name string, is []bufInfo) (dtype.Type, error) {
 	t, set := dtype.Byte, false
-	for _, b := range bufs {
-		if b == nil || isInPlace(b) {
+	for i := range is {
+		if is[i].none {
 			continue
 		}
-		if set && b.Type() != t {
-			return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", t, b.Type())}
+		if set && is[i].t != t {
+			return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", t, is[i].t)}
 		}
-		t, set = b.Type(), true
+		t, set = is[i].t, true
 	}
 	return t, nil
 }
@@ -311,18 +327,47 @@ type call struct {
 // finished schedule goes back to the engine for the next call. On a stream
 // the engine cannot use, it returns coll.ErrNotOnStream unwrapped, having
 // started nothing.
+//
+// A blocking host collective keeps the lock until it has completed, so
+// that the engine may recycle its schedule without atomics (coll's
+// WaitKeep). Another goroutine's collective on c then waits for it, which
+// only orders calls MPI makes erroneous to overlap. Nonblocking progress
+// takes no part in this lock. A blocking device collective lets go of the
+// lock before it waits: a stream's work (StreamComm) may need the lock to
+// start the collectives the wait depends on.
 func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
-	if err := c.check(name); err != nil {
+	if err := c.checkColl(name); err != nil {
 		return nil, err
 	}
-	if c.pc.Freed() {
-		return nil, &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
-	}
-	bufs := [2]Buffer{send, recv}
-	ord, err := callDevice(name, bufs[:])
+	var is [2]bufInfo
+	describe(send, &is[0])
+	describe(recv, &is[1])
+	ord, err := callDevice(name, is[:])
 	if err != nil {
 		return nil, err
 	}
+	return c.startOn(m, name, ord, f)
+}
+
+// checkColl reports the error a collective on c fails with before
+// anything else: a nil or freed communicator.
+func (c *Comm) checkColl(name string) error {
+	if err := c.check(name); err != nil {
+		return err
+	}
+	if c.pc.Freed() {
+		return &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
+	}
+	return nil
+}
+
+// startOn is start for a call whose buffers are known to live on device
+// ord (-1: host memory), as pairArgs finds.
+func (c *Comm) startOn(m call, name string, ord int, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+	if err := c.checkColl(name); err != nil {
+		return nil, err
+	}
+	var err error
 	c.collMu.Lock()
 	st := c.engine()
 	var cr coll.Request
@@ -332,6 +377,11 @@ func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.Stat
 		cr, err = f(st)
 		st.SetCallStream(0)
 		st.SetCallBlocking(false)
+	}
+	if m.block && ord < 0 && err == nil {
+		err = st.WaitKeep(cr)
+		c.collMu.Unlock()
+		return nil, wrapColl(name, err)
 	}
 	c.collMu.Unlock()
 	if errors.Is(err, coll.ErrNotOnStream) {
@@ -400,44 +450,58 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	if err := checkBuf("bcast", buf); err != nil {
 		return nil, err
 	}
-	b, err := collBytes(buf)
+	var is [1]bufInfo
+	describe(buf, &is[0])
+	b, err := collBytesOf(buf, &is[0])
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "bcast", nil, buf, func(s *coll.State) (coll.Request, error) {
-		return s.Ibcast(b, buf.Len(), buf.Type(), root)
+	ord, err := callDevice("bcast", is[:])
+	if err != nil {
+		return nil, err
+	}
+	n, t := is[0].n, is[0].t
+	return c.startOn(m, "bcast", ord, func(s *coll.State) (coll.Request, error) {
+		return s.Ibcast(b, n, t, root)
 	})
 }
 
 // pairArgs converts the (send, recv) pair of a collective whose per-rank
 // element count comes from send, or, when send is InPlace, from recv's
 // length divided by div (1 for reductions, Size() for gathers and
-// all-to-all).
-func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int, t dtype.Type, err error) {
+// all-to-all). ord is the device the buffers live on (callDevice), for
+// startOn.
+func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int, t dtype.Type, ord int, err error) {
 	if send == nil {
-		return nil, nil, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
+		return nil, nil, 0, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
-	if t, err = typeOf(name, send, recv); err != nil {
+	var is [2]bufInfo
+	describe(send, &is[0])
+	describe(recv, &is[1])
+	if t, err = typeOfInfo(name, is[:]); err != nil {
 		return
 	}
-	if sb, err = collBytes(send); err != nil {
+	if sb, err = collBytesOf(send, &is[0]); err != nil {
 		return
 	}
-	if rb, err = collBytes(recv); err != nil {
+	if rb, err = collBytesOf(recv, &is[1]); err != nil {
 		return
 	}
-	count = send.Len()
-	if isInPlace(send) && recv != nil {
-		count = recv.Len() / div
+	if ord, err = callDevice(name, is[:]); err != nil {
+		return
+	}
+	count = is[0].n
+	if is[0].none && recv != nil {
+		count = is[1].n / div
 	}
 	return
 }
 
-func reduceArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, error) {
+func reduceArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, int, error) {
 	return pairArgs(name, send, recv, 1)
 }
 
-func (c *Comm) gatherArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, error) {
+func (c *Comm) gatherArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, int, error) {
 	return pairArgs(name, send, recv, c.Size())
 }
 
@@ -455,11 +519,11 @@ func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
 }
 
 func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, error) {
-	sb, rb, n, t, err := reduceArgs("reduce", send, recv)
+	sb, rb, n, t, ord, err := reduceArgs("reduce", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "reduce", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "reduce", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ireduce(sb, rb, n, t, op.c, root)
 	})
 }
@@ -479,11 +543,11 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err := checkBuf("allreduce", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, n, t, err := reduceArgs("allreduce", send, recv)
+	sb, rb, n, t, ord, err := reduceArgs("allreduce", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "allreduce", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "allreduce", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iallreduce(sb, rb, n, t, op.c)
 	})
 }
@@ -500,11 +564,11 @@ func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
-	sb, rb, n, t, err := reduceArgs("scan", send, recv)
+	sb, rb, n, t, ord, err := reduceArgs("scan", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "scan", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "scan", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iscan(sb, rb, n, t, op.c)
 	})
 }
@@ -522,11 +586,11 @@ func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
-	sb, rb, n, t, err := reduceArgs("exscan", send, recv)
+	sb, rb, n, t, ord, err := reduceArgs("exscan", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "exscan", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "exscan", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iexscan(sb, rb, n, t, op.c)
 	})
 }
@@ -547,7 +611,7 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	if err := checkBuf("reduce_scatter_block", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, _, t, err := reduceArgs("reduce_scatter_block", send, recv)
+	sb, rb, _, t, ord, err := reduceArgs("reduce_scatter_block", send, recv)
 	if err != nil {
 		return nil, err
 	}
@@ -555,7 +619,7 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	if isInPlace(send) {
 		n = recv.Len() / c.Size()
 	}
-	return c.start(m, "reduce_scatter_block", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "reduce_scatter_block", ord, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
 	})
 }
@@ -573,11 +637,11 @@ func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request,
 }
 
 func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*Request, error) {
-	sb, rb, _, t, err := reduceArgs("reduce_scatter", send, recv)
+	sb, rb, _, t, ord, err := reduceArgs("reduce_scatter", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "reduce_scatter", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "reduce_scatter", ord, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatter(sb, rb, counts, t, op.c)
 	})
 }
@@ -598,11 +662,11 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("allgather", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, n, t, err := c.gatherArgs("allgather", send, recv)
+	sb, rb, n, t, ord, err := c.gatherArgs("allgather", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "allgather", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "allgather", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgather(sb, rb, n, t)
 	})
 }
@@ -623,14 +687,14 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 	if err := checkBuf("allgatherv", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, n, t, err := c.gatherArgs("allgatherv", send, recv)
+	sb, rb, n, t, ord, err := c.gatherArgs("allgatherv", send, recv)
 	if err != nil {
 		return nil, err
 	}
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "allgatherv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "allgatherv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgatherv(sb, n, rb, counts, displs, t)
 	})
 }
@@ -647,11 +711,11 @@ func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
-	sb, rb, n, t, err := c.gatherArgs("gather", send, recv)
+	sb, rb, n, t, ord, err := c.gatherArgs("gather", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "gather", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "gather", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Igather(sb, rb, n, t, root)
 	})
 }
@@ -669,14 +733,14 @@ func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Req
 }
 
 func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
-	sb, rb, n, t, err := c.gatherArgs("gatherv", send, recv)
+	sb, rb, n, t, ord, err := c.gatherArgs("gatherv", send, recv)
 	if err != nil {
 		return nil, err
 	}
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "gatherv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "gatherv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Igatherv(sb, n, rb, counts, displs, t, root)
 	})
 }
@@ -764,12 +828,12 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("alltoall", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, _, t, err := c.gatherArgs("alltoall", send, recv)
+	sb, rb, _, t, ord, err := c.gatherArgs("alltoall", send, recv)
 	if err != nil {
 		return nil, err
 	}
 	n := recv.Len() / c.Size()
-	return c.start(m, "alltoall", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "alltoall", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoall(sb, rb, n, t)
 	})
 }
@@ -789,11 +853,11 @@ func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, rec
 	if err := checkBuf("alltoallv", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, _, t, err := c.gatherArgs("alltoallv", send, recv)
+	sb, rb, _, t, ord, err := c.gatherArgs("alltoallv", send, recv)
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "alltoallv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.startOn(m, "alltoallv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }

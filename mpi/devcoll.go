@@ -52,15 +52,16 @@ func bufferDevice(b Buffer) int {
 // callDevice classifies a collective call's buffers: the device they live on,
 // or -1 for host buffers. Mixing host and device buffers (or two devices)
 // in one call is an ErrBuffer.
-func callDevice(name string, bufs []Buffer) (int, error) {
+func callDevice(name string, bufs []bufInfo) (int, error) {
 	dev, host := -1, false
-	for _, b := range bufs {
-		if b == nil || isInPlace(b) {
+	for i := range bufs {
+		b := &bufs[i]
+		if b.none {
 			continue
 		}
-		d := bufferDevice(b)
+		d := b.dev
 		switch {
-		case d < 0 && b.hostBytes() == nil && b.Len() == 0:
+		case d < 0 && b.host == nil && b.n == 0:
 			// an empty host buffer counts for neither kind
 		case d < 0:
 			host = true

@@ -427,6 +427,10 @@ func (b *DeviceBuffer[T]) hostBytes() []byte { return nil }
 // device is the GPU holding the buffer (Buffer.device).
 func (b *DeviceBuffer[T]) device() int { return b.Device() }
 
+func (b *DeviceBuffer[T]) info() ([]byte, int, dtype.Type, int, bool) {
+	return nil, b.Len(), TypeOf[T](), b.Device(), false
+}
+
 // slice is Slice without checks, for callers (collectives) that have
 // validated the region already.
 func (b *DeviceBuffer[T]) slice(off, n int) Buffer {
