@@ -325,11 +325,11 @@ func runCollective(e *env, k *collective) error {
 				it.prepare(i)
 			}
 			s, r := it.views(e.rootFor(i))
-			t0 := time.Now()
+			t0 := wtime()
 			if err := k.call(e.c, s, r, e.rootFor(i)); err != nil {
 				return err
 			}
-			if d := time.Since(t0); i >= skip {
+			if d := wtime() - t0; i >= skip {
 				timer += d
 			}
 			if e.o.Validate {

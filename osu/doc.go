@@ -90,7 +90,8 @@
 //     sessions, -l in-place, -z tail latency, -V varied windows,
 //     osu_latency_mt/mp and the persistent and neighbourhood collectives;
 //     they are rejected with a message rather than ignored.
-//   - Timing uses Go's monotonic clock (time.Now) instead of MPI_Wtime.
+//   - Timing uses Go's monotonic clock (wtime: time.Since a fixed
+//     origin) instead of MPI_Wtime.
 //
 // Layer: imports mpi only (DESIGN.md §1); cmd/gompix wraps it in cobra.
 // Concurrency: a run owns its communicator; Run must be called by every

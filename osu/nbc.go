@@ -29,7 +29,7 @@ func runNonblocking(e *env, k *collective) error {
 		var pure time.Duration
 		for i := 0; i < iters+skip; i++ {
 			s, r := it.views(e.rootFor(i))
-			t0 := time.Now()
+			t0 := wtime()
 			req, err := k.start(e.c, s, r, e.rootFor(i))
 			if err != nil {
 				return err
@@ -37,7 +37,7 @@ func runNonblocking(e *env, k *collective) error {
 			if _, err := req.Wait(); err != nil {
 				return err
 			}
-			if d := time.Since(t0); i >= skip {
+			if d := wtime() - t0; i >= skip {
 				pure += d
 			}
 			if err := e.c.Barrier(); err != nil {
@@ -53,27 +53,27 @@ func runNonblocking(e *env, k *collective) error {
 				it.prepare(i)
 			}
 			s, r := it.views(e.rootFor(i))
-			t0 := time.Now()
+			t0 := wtime()
 			req, err := k.start(e.c, s, r, e.rootFor(i))
 			if err != nil {
 				return err
 			}
-			t1 := time.Now()
+			t1 := wtime()
 			tt, err := computeAndTest(latency, e.o.TestCalls, req)
 			if err != nil {
 				return err
 			}
-			t2 := time.Now()
+			t2 := wtime()
 			if _, err := req.Wait(); err != nil {
 				return err
 			}
-			t3 := time.Now()
+			t3 := wtime()
 			if i >= skip {
-				overall += t3.Sub(t0)
-				initT += t1.Sub(t0)
-				compute += t2.Sub(t1)
+				overall += t3 - t0
+				initT += t1 - t0
+				compute += t2 - t1
 				test += tt
-				wait += t3.Sub(t2)
+				wait += t3 - t2
 			}
 			if e.o.Validate {
 				errs += it.check(i)
@@ -117,11 +117,11 @@ func computeAndTest(d time.Duration, calls int, req *mpi.Request) (time.Duration
 	for s := 0; s < slices; s++ {
 		spin(d / time.Duration(slices))
 		if calls > 0 {
-			t0 := time.Now()
+			t0 := wtime()
 			if _, _, err := req.Test(); err != nil {
 				return tested, err
 			}
-			tested += time.Since(t0)
+			tested += wtime() - t0
 		}
 	}
 	return tested, nil
