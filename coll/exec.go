@@ -16,7 +16,7 @@ type exec struct {
 	prog *Progress
 	pl   *plan // the schedule (shared, read-only) and its algorithm
 	comm Comm
-	caps *commCaps // comm's optional interfaces
+	caps *spaceCaps // the space's optional interfaces
 	mem  Mem
 	op   Op
 	t    dtype.Type
@@ -69,21 +69,23 @@ type immediateReceiver interface {
 	TryRecv(buf []byte, src, tag int) (n int, ok bool, err error)
 }
 
-// commCaps holds the optional interfaces a space's Comm implements, found
-// once per space: an assertion from one interface type to another looks its
-// answer up at run time, and the executor asked three of them for every
-// message (session 9).
-type commCaps struct {
+// spaceCaps holds the optional interfaces a space's Comm and Mem implement,
+// found once per space: an assertion from one interface type to another
+// looks its answer up at run time, and the executor asked three of them for
+// every message, the argument checks one for every call (session 9).
+type spaceCaps struct {
 	pin Pinner            // nil: the Comm pins nothing
 	is  immediateSender   // used only with pin
 	ir  immediateReceiver // nil: receives are always posted
+	ck  OpChecker         // nil: the Mem runs every operation
 }
 
-func capsOf(c Comm) *commCaps {
-	k := &commCaps{}
+func capsOf(c Comm, m Mem) *spaceCaps {
+	k := &spaceCaps{}
 	k.pin, _ = c.(Pinner)
 	k.is, _ = c.(immediateSender)
 	k.ir, _ = c.(immediateReceiver)
+	k.ck, _ = m.(OpChecker)
 	return k
 }
 
@@ -121,7 +123,7 @@ func (e *exec) unpin() {
 // needs no pin. So a small exchange's send leaves before any pinning, and a
 // send buffer whose messages are all short is never pinned. The caller of a
 // State pins nothing.
-func (e *exec) post(s step) (Request, error) {
+func (e *exec) post(s *step) (Request, error) {
 	buf := e.bytes(s.a)
 	if p := e.caps.pin; p != nil && (len(buf) == 0 || e.pins[s.a.s] == nil) {
 		if is := e.caps.is; is != nil && s.kind == stepSend {
@@ -186,7 +188,8 @@ func (e *exec) postRound(r *round, immediate bool) error {
 	ir := e.caps.ir
 	if !immediate || ir == nil {
 		e.reqs = e.reqs[:0]
-		for _, s := range r.comm {
+		for i := range r.comm {
+			s := &r.comm[i] // not a copy: a step is 64 bytes
 			q, err := e.post(s)
 			if err != nil {
 				return fmt.Errorf("%v: %w", s, err)
@@ -208,7 +211,8 @@ func (e *exec) postRound(r *round, immediate bool) error {
 				return err
 			}
 		}
-		for i, s := range r.comm {
+		for i := range r.comm {
+			s := &r.comm[i]
 			if s.kind != pass {
 				continue
 			}

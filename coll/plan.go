@@ -116,10 +116,7 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 	}
 	comm, mem := s.space()
 	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, comm, mem, op, t, tag
-	e.caps = s.hostCaps
-	if s.onDev {
-		e.caps = s.devCaps
-	}
+	e.caps = s.caps()
 	e.bufs[slotSend], e.bufs[slotRecv], e.bufs[slotTmp] = send, recv, nil // not a literal: see newBuilder
 	e.reqs = e.reqArr[:0]
 	e.outside = s.blocking

@@ -65,7 +65,7 @@ const DirectName = "ipc_direct"
 // on run there.
 func (s *State) SetDevice(sp Space) {
 	s.dev = &sp
-	s.devCaps = capsOf(sp.Comm)
+	s.devCaps = capsOf(sp.Comm, sp.Mem)
 }
 
 // HasDevice reports whether SetDevice has been called.
@@ -91,6 +91,14 @@ func (s *State) SetCallStream(stream uintptr) { s.stream = stream }
 // schedule is in flight, so it then drives those too, as MPI's progress rule
 // asks.
 func (s *State) SetCallBlocking(on bool) { s.blocking = on }
+
+// caps is the active space's spaceCaps.
+func (s *State) caps() *spaceCaps {
+	if s.onDev {
+		return s.devCaps
+	}
+	return s.hostCaps
+}
 
 // space is the active space.
 func (s *State) space() (Comm, Mem) {
@@ -151,8 +159,7 @@ func (s *State) checkSpace(b *builder) error {
 	default:
 		return nil
 	}
-	_, mem := s.space()
-	if ck, ok := mem.(OpChecker); ok {
+	if ck := s.caps().ck; ck != nil {
 		if err := ck.CheckOp(b.op, b.t); err != nil {
 			return fmt.Errorf("coll: %v: %w", b.kind, err)
 		}

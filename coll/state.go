@@ -29,8 +29,8 @@ type State struct {
 
 	dev *Space // the device space (SetDevice); nil until then
 	// hostCaps and devCaps: the optional interfaces of the host and
-	// device spaces' Comms (commCaps).
-	hostCaps, devCaps *commCaps
+	// device spaces' Comms and Mems (spaceCaps).
+	hostCaps, devCaps *spaceCaps
 	onDev             bool    // the calls being started run in dev (UseDevice)
 	stream            uintptr // the calls being started run on this CUDA stream (SetCallStream); 0: off
 	// blocking: the calls being started are waited for at once by their
@@ -53,7 +53,7 @@ func NewState(c Comm, o *Options) *State {
 	if o != nil && o.Progress != nil {
 		s.prog = o.Progress
 	}
-	s.hostCaps = capsOf(c)
+	s.hostCaps = capsOf(c, s.mem)
 	return s
 }
 

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
+	"github.com/gompix/gompix/internal/lock"
 	"github.com/gompix/gompix/internal/spin"
 	"github.com/gompix/gompix/pt2pt"
 )
@@ -17,8 +17,9 @@ type Comm struct {
 	pc *pt2pt.Comm
 	// collMu serialises collective calls on this communicator (MPI makes
 	// concurrent ones erroneous; gompix orders them instead of corrupting
-	// the collective sequence).
-	collMu sync.Mutex
+	// the collective sequence). A lock.Lock: its release, right after a
+	// call's last message, is a plain store (package lock says why).
+	collMu lock.Lock
 	coll   collState
 	// nodeID is the index of this process's node (for SplitType).
 	nodeID int
