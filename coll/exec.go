@@ -24,6 +24,10 @@ type exec struct {
 	bufs [numSlots][]byte
 	tmp  *tmpBuf       // the scratch space, handed back to pl on success
 	pins [numSlots]any // the Comm's Pinner tokens for pinned slots (see post)
+	// pinned: some slot is pinned. A small collective's messages all go
+	// through the immediate paths and pin nothing; unpin then skips
+	// walking pins.
+	pinned bool
 
 	cur    int       // current round
 	posted bool      // the current round's communication is posted
@@ -107,6 +111,10 @@ func (e *exec) fail(err error) (bool, error) {
 }
 
 func (e *exec) unpin() {
+	if !e.pinned {
+		return
+	}
+	e.pinned = false
 	for i, t := range e.pins {
 		if t != nil {
 			e.caps.pin.Unpin(t)
@@ -133,6 +141,7 @@ func (e *exec) post(s *step) (Request, error) {
 		}
 		if len(buf) > 0 {
 			e.pins[s.a.s] = p.Pin(e.bufs[s.a.s])
+			e.pinned = true
 		}
 	}
 	if s.kind == stepSend {
@@ -300,7 +309,8 @@ func (e *exec) advance(poll bool) (bool, error) {
 
 // runLocal runs local steps in order.
 func (e *exec) runLocal(steps []step) error {
-	for _, s := range steps {
+	for i := range steps {
+		s := &steps[i] // not a copy: a step is 64 bytes
 		var err error
 		switch s.kind {
 		case stepCopy:

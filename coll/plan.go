@@ -40,6 +40,17 @@ type planKey struct {
 	device  bool // the device space (its own scratch memory and selection)
 }
 
+// matches reports whether k is the key of the call b describes (in the
+// device space when onDev). It compares field by field: building the
+// call's key and comparing the two structs reads the key just written with
+// loads wider than its stores, a store-forwarding stall (a tenth of the
+// engine's own cost per blocking call, BenchmarkBlockingFixedCost).
+func (k *planKey) matches(b *builder, onDev bool) bool {
+	return k.kind == b.kind && k.t == b.t && k.count == b.count && k.root == b.root &&
+		k.inPlace == b.inPlace && k.device == onDev &&
+		k.commute == b.op.IsCommutative() && k.avg == b.op.isAvg()
+}
+
 // lastPlan is the plan a State used last for one collective: checked before
 // the map, it spares a loop repeating the same calls the key's hashing.
 type lastPlan struct {
@@ -56,11 +67,11 @@ const maxPlans = 64
 func (s *State) plan(b *builder, bytes int) (*plan, error) {
 	var key planKey
 	if b.cache {
-		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
-			avg: b.op.isAvg(), count: b.count, root: b.root, device: s.onDev}
-		if l := &s.last[b.kind]; l.pl != nil && l.key == key {
+		if l := &s.last[b.kind]; l.pl != nil && l.key.matches(b, s.onDev) {
 			return l.pl, nil
 		}
+		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
+			avg: b.op.isAvg(), count: b.count, root: b.root, device: s.onDev}
 		if pl := s.plans[key]; pl != nil {
 			s.last[b.kind] = lastPlan{key, pl}
 			return pl, nil

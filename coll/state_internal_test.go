@@ -115,3 +115,39 @@ func TestNewBuilderResets(t *testing.T) {
 		t.Fatalf("newBuilder left\n%+v\nwant\n%+v", *b, want)
 	}
 }
+
+// planKey.matches agrees with building the call's key and comparing, for
+// calls that differ from a cached one in each field of the key in turn.
+func TestPlanKeyMatches(t *testing.T) {
+	user := Op{User: func(in, inout []byte, t dtype.Type) error { return nil }}
+	base := builder{kind: Allreduce, t: dtype.Int32, count: 5, root: 1, op: Builtin(dtype.Sum)}
+	keyOf := func(b *builder, onDev bool) planKey {
+		return planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
+			avg: b.op.isAvg(), count: b.count, root: b.root, device: onDev}
+	}
+	variants := []func(b *builder) bool{
+		func(b *builder) bool { return false }, // the same call, on the device
+		func(b *builder) bool { b.kind = Reduce; return false },
+		func(b *builder) bool { b.t = dtype.Float32; return false },
+		func(b *builder) bool { b.count = 6; return false },
+		func(b *builder) bool { b.root = 0; return false },
+		func(b *builder) bool { b.inPlace = true; return false },
+		func(b *builder) bool { b.op = user; return false },                                  // not commutative
+		func(b *builder) bool { b.op = Builtin(dtype.Avg); return false },                    // avg
+		func(b *builder) bool { b.op = Builtin(dtype.Max); return true },                     // another commutative op: same key
+		func(b *builder) bool { b.op.User, b.op.Commutative = user.User, true; return true }, // commutative user op
+	}
+	cached := keyOf(&base, false)
+	for i, v := range variants {
+		b := base
+		same := v(&b)
+		onDev := i == 0
+		want := keyOf(&b, onDev) == cached
+		if got := cached.matches(&b, onDev); got != want || got != same {
+			t.Errorf("variant %d: matches %v, key comparison %v, want %v", i, got, want, same)
+		}
+	}
+	if !cached.matches(&base, false) {
+		t.Error("a key does not match its own call")
+	}
+}
