@@ -14,7 +14,9 @@ const module = "github.com/gompix/gompix"
 
 // allowed maps a package (or a package tree, by prefix) to the gompix
 // packages it may import. Longest matching key wins. internal/dtype,
-// internal/config and internal/spin are leaves every layer may use.
+// internal/config and internal/spin are leaves every layer may use;
+// internal/lock is a leaf package mpi uses (DESIGN.md §1: mpi ─>
+// internal/...).
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
 	"cmd/gompix":       {"osu", "mpi", "launcher", "internal/", "coll", "pt2pt", "ucxbind", "kernels"},
@@ -39,6 +41,7 @@ var allowed = map[string][]string{
 	"internal/dtype":  {},
 	"internal/config": {},
 	"internal/spin":   {},
+	"internal/lock":   {},
 }
 
 // cgoAllowed are the only packages that may say import "C".
