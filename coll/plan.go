@@ -180,24 +180,7 @@ func (s *State) Release(r Request) {
 // (a blocking collective): a schedule that completes without ever joining
 // the progress domain is recycled under the lock its wait already holds,
 // which spares the blocking call a second lock round trip.
-func (s *State) WaitRelease(r Request) error {
-	e, ok := r.(*exec)
-	if !ok {
-		return r.Wait()
-	}
-	done, err, recycled := e.waitOutside(true)
-	if recycled {
-		s.spare.Store(e)
-		return nil
-	}
-	if !done {
-		err = e.Wait()
-	}
-	if err == nil {
-		s.Release(e)
-	}
-	return err
-}
+func (s *State) WaitRelease(r Request) error { return s.waitRecycle(r, false) }
 
 // WaitKeep is WaitRelease for a caller that keeps the State's other
 // methods from running until it returns (package mpi holds a
@@ -206,14 +189,21 @@ func (s *State) WaitRelease(r Request) error {
 // call instead of spare. Spare's swap and store are locked instructions,
 // each of which waits until the stores of the message just sent have
 // drained from the processor (6 % of a 2-rank broadcast loop, session 9).
-func (s *State) WaitKeep(r Request) error {
+func (s *State) WaitKeep(r Request) error { return s.waitRecycle(r, true) }
+
+// waitRecycle is WaitRelease (keep false) and WaitKeep.
+func (s *State) waitRecycle(r Request, keep bool) error {
 	e, ok := r.(*exec)
 	if !ok {
 		return r.Wait()
 	}
 	done, err, recycled := e.waitOutside(true)
 	if recycled {
-		s.kept = e
+		if keep {
+			s.kept = e
+		} else {
+			s.spare.Store(e)
+		}
 		return nil
 	}
 	if !done {
