@@ -127,6 +127,10 @@ type DirectConfig struct {
 	// allreduce). The fake driver, whose kernels are goroutines, has no
 	// such limit.
 	SharedDevices bool
+	// OnSharedGPU, when set, is called on every rank when the set-up finds
+	// two ranks on one GPU (and SharedDevices is off), for the caller to
+	// say so: their device work then takes turns on that GPU.
+	OnSharedGPU func()
 }
 
 // Direct is the IPC-direct engine of one communicator.
@@ -141,6 +145,7 @@ type Direct struct {
 	flags    *Flags   // how the stream writes and awaits flags (set up in setup)
 	push     bool     // mapped allreduce: one reduce-and-push kernel (else reduce-scatter, barrier, pulls)
 	shared   bool     // ranks may share a GPU (DirectConfig.SharedDevices)
+	onShared func()   // DirectConfig.OnSharedGPU
 
 	stream cudadrv.Stream
 	// done is a host-mapped word the fused kernels store their sequence
@@ -226,7 +231,7 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 		flagMode = FlagsKernels
 	}
 	push := get(varMapped) != "pull"
-	d := &Direct{shared: cfg.SharedDevices, host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), flagMode: flagMode, push: push,
+	d := &Direct{shared: cfg.SharedDevices, onShared: cfg.OnSharedGPU, host: cfg.Host, dev: cfg.Device, rank: r, p: p, slot: slot, fused: min(fused, slot), flagMode: flagMode, push: push,
 		peers: make([]cudadrv.DevicePtr, p), handles: newHandleCache(cfg.Device)}
 	ok, err := d.setup(cfg.Tag)
 	if err != nil || !ok {
@@ -289,14 +294,17 @@ func (d *Direct) setup(tag int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	all := true
+	all, sharedGPU := true, false
 	buses := map[string]bool{}
 	for _, g := range got {
 		bus := string(g[1+len(h):])
 		if g[0] == 1 && buses[bus] && !d.shared {
-			all = false // two ranks on one GPU
+			all, sharedGPU = false, true // two ranks on one GPU
 		}
 		buses[bus] = true
+	}
+	if sharedGPU && d.onShared != nil {
+		d.onShared()
 	}
 	for i, g := range got {
 		if g[0] != 1 || !all {

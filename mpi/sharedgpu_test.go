@@ -1,0 +1,70 @@
+package mpi
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/gompix/gompix/internal/cudadrv/fake"
+	"github.com/gompix/gompix/internal/wireup"
+	"github.com/gompix/gompix/kernels"
+	gpupath "github.com/gompix/gompix/pt2pt/gpu"
+)
+
+// Two ranks on the fake driver's one GPU: the first blocking device
+// collective warns once (rank 0) that they share a GPU, unless an MPS
+// control pipe is there; the collective's result is right either way.
+func TestSharedGPUWarning(t *testing.T) {
+	for _, mps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mps=%v", mps), func(t *testing.T) {
+			dir := t.TempDir()
+			if mps {
+				if err := syscall.Mkfifo(filepath.Join(dir, "control"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Setenv("CUDA_MPS_PIPE_DIRECTORY", dir)
+			if mpsRunning() != mps {
+				t.Fatalf("mpsRunning() = %v with the pipe %v", !mps, map[bool]string{true: "there", false: "absent"}[mps])
+			}
+			var out bytes.Buffer
+			old := warnOut
+			warnOut = &out
+			defer func() { warnOut = old }()
+			sharedGPUWarned = sync.Once{}
+			useFake(t, fake.Options{Devices: 1, TotalMem: 1 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
+			runInProcGPU(t, 2, gpupath.ModeAuto, func(w *Comm) error {
+				for range 2 {
+					b, err := toDevice([]float32{1, 2, 3})
+					if err != nil {
+						return err
+					}
+					err = w.Allreduce(InPlace, b, Sum)
+					host := make([]float32, 3)
+					if err == nil {
+						err = b.CopyToHost(host)
+					}
+					b.Free()
+					if err != nil {
+						return err
+					}
+					if host[0] != 2 || host[1] != 4 || host[2] != 6 {
+						return fmt.Errorf("allreduce: %v", host)
+					}
+				}
+				return nil
+			})
+			want := 1
+			if mps {
+				want = 0
+			}
+			if got := strings.Count(out.String(), "share a GPU"); got != want {
+				t.Fatalf("%d warnings, want %d: %q", got, want, out.String())
+			}
+		})
+	}
+}
