@@ -37,13 +37,15 @@ func warnSharedGPU() {
 }
 
 // mpsRunning reports whether an MPS control daemon is running for this
-// process's CUDA clients: its control pipe is in CUDA_MPS_PIPE_DIRECTORY
-// (default /tmp/nvidia-mps), where the CUDA driver looks for it too.
+// process's CUDA clients: its "control" endpoint is in
+// CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps), where the CUDA driver
+// looks for it too. It is a UNIX socket (driver 580 on the GPU machine,
+// session 9) or, in older drivers, a named pipe.
 func mpsRunning() bool {
 	dir := os.Getenv("CUDA_MPS_PIPE_DIRECTORY")
 	if dir == "" {
 		dir = "/tmp/nvidia-mps"
 	}
 	fi, err := os.Stat(filepath.Join(dir, "control"))
-	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
+	return err == nil && fi.Mode()&(os.ModeSocket|os.ModeNamedPipe) != 0
 }

@@ -3,6 +3,8 @@ package mpi
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,13 +19,28 @@ import (
 
 // Two ranks on the fake driver's one GPU: the first blocking device
 // collective warns once (rank 0) that they share a GPU, unless an MPS
-// control pipe is there; the collective's result is right either way.
+// daemon's control endpoint is there (a socket, or a named pipe in older
+// drivers; a plain file is not one); the collective's result is right
+// either way.
 func TestSharedGPUWarning(t *testing.T) {
-	for _, mps := range []bool{false, true} {
-		t.Run(fmt.Sprintf("mps=%v", mps), func(t *testing.T) {
+	for _, control := range []string{"none", "file", "socket", "pipe"} {
+		mps := control == "socket" || control == "pipe"
+		t.Run(control, func(t *testing.T) {
 			dir := t.TempDir()
-			if mps {
-				if err := syscall.Mkfifo(filepath.Join(dir, "control"), 0o600); err != nil {
+			path := filepath.Join(dir, "control")
+			switch control {
+			case "file":
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			case "socket":
+				l, err := net.Listen("unix", path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+			case "pipe":
+				if err := syscall.Mkfifo(path, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
