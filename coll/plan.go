@@ -46,9 +46,31 @@ type planKey struct {
 // loads wider than its stores, a store-forwarding stall (a tenth of the
 // engine's own cost per blocking call, BenchmarkBlockingFixedCost).
 func (k *planKey) matches(b *builder, onDev bool) bool {
-	return k.kind == b.kind && k.t == b.t && k.count == b.count && k.root == b.root &&
-		k.inPlace == b.inPlace && k.device == onDev &&
-		k.commute == b.op.IsCommutative() && k.avg == b.op.isAvg()
+	return k.matchesCall(b.kind, b.t, b.op, b.count, b.root, b.inPlace, onDev)
+}
+
+// matchesCall is matches for a call given by its fields.
+func (k *planKey) matchesCall(kind Kind, t dtype.Type, op Op, count, root int, inPlace, onDev bool) bool {
+	return k.kind == kind && k.t == t && k.count == count && k.root == root &&
+		k.inPlace == inPlace && k.device == onDev &&
+		k.commute == op.IsCommutative() && k.avg == op.isAvg()
+}
+
+// repeat returns the plan of the State's last call of kind k when this call,
+// its arguments checked, has the same key and runs where that one did: in
+// the host space, off any stream, with a Mem that refuses no operation. A
+// loop repeating one collective, the common case, then starts it without
+// describing the call anew (newBuilder) and without start's selection
+// steps: a sixth of the engine's own cost per blocking call
+// (BenchmarkBlockingFixedCost). nil otherwise: the caller builds.
+func (s *State) repeat(k Kind, t dtype.Type, op Op, count, root int, inPlace bool) *plan {
+	if s.onDev || s.stream != 0 || s.hostCaps.ck != nil {
+		return nil
+	}
+	if l := &s.last[k]; l.pl != nil && l.key.matchesCall(k, t, op, count, root, inPlace, false) {
+		return l.pl
+	}
+	return nil
 }
 
 // lastPlan is the plan a State used last for one collective: checked before

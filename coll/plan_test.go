@@ -3,6 +3,8 @@ package coll_test
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gompix/gompix/coll"
@@ -134,4 +136,121 @@ func TestRepeatedCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// One State per rank runs a long random sequence of calls drawn from a few
+// shapes, so that most calls repeat the shape of an earlier one
+// (State.repeat's fast path) and the others differ from the last call of
+// their kind in one field of the plan's key: the root, in place or not,
+// the type, the op's commutativity or Avg, the count. Every call's result
+// is checked against the reference, blocking calls as package mpi makes
+// them and not.
+func TestRepeatedShapesOnOneState(t *testing.T) {
+	const p, calls = 3, 160
+	sum, maxOp := coll.Builtin(dtype.Sum), coll.Builtin(dtype.Max)
+	type shape struct {
+		k    coll.Kind
+		root int
+		o    opType
+		seed uint64 // fixes count, in place and data (genCaseWith)
+	}
+	gen := func(sh shape) *tcase {
+		return genCaseWith(rand.New(rand.NewPCG(sh.seed, 7)), sh.k, p, sh.root, sh.o)
+	}
+	// countOf and inPlaceOf read a case's description.
+	countOf := func(c *tcase) string { return strings.Fields(c.desc[strings.Index(c.desc, "count="):])[0] }
+	inPlaceOf := func(c *tcase) bool { return strings.HasSuffix(c.desc, "inplace=true") }
+	// seeds finds two seeds whose calls of kind k have the same nonzero
+	// count, one in place and one not, and a third whose call is not in
+	// place and has another nonzero count.
+	seeds := func(k coll.Kind, o opType) (uint64, uint64, uint64) {
+		byCount := map[string][2]uint64{}
+		for seed := uint64(1); seed < 5000; seed++ {
+			c := gen(shape{k, 0, o, seed})
+			n := countOf(c)
+			if n == "count=0" {
+				continue
+			}
+			e := byCount[n]
+			e[map[bool]int{false: 0, true: 1}[inPlaceOf(c)]] = seed
+			byCount[n] = e
+			if e[0] == 0 || e[1] == 0 {
+				continue
+			}
+			for other, f := range byCount {
+				if other != n && f[0] != 0 {
+					return e[0], e[1], f[0]
+				}
+			}
+		}
+		t.Fatalf("no seeds for %v", k)
+		return 0, 0, 0
+	}
+	var shapes []shape
+	add := func(k coll.Kind, o opType, rooted bool, others ...opType) {
+		a, b, c := seeds(k, o)
+		for _, seed := range []uint64{c, a, b} { // c, a: only the count differs
+			shapes = append(shapes, shape{k, 0, o, seed})
+			if rooted {
+				shapes = append(shapes, shape{k, 1, o, seed}, shape{k, 2, o, seed})
+			}
+			for _, o2 := range others {
+				shapes = append(shapes, shape{k, 0, o2, seed})
+			}
+		}
+	}
+	// Neighbouring shapes differ in one field of the key where they can:
+	// sum and max share a plan; Avg adds a step; xor and affine differ
+	// only in commuting; a type of the same size is another key.
+	add(coll.Bcast, opType{t: dtype.Int32}, true, opType{t: dtype.Uint32}, opType{t: dtype.Int64})
+	add(coll.Reduce, opType{sum, dtype.Uint64}, true, opType{maxOp, dtype.Uint64}, opType{xorOp, dtype.Uint64}, opType{affineOp, dtype.Uint64})
+	add(coll.Allreduce, opType{sum, dtype.Float64}, false, opType{maxOp, dtype.Float64},
+		opType{coll.Builtin(dtype.Avg), dtype.Float64}, opType{sum, dtype.Int64}, opType{xorOp, dtype.Uint64}, opType{affineOp, dtype.Uint64})
+	add(coll.Scan, opType{sum, dtype.Uint64}, false, opType{xorOp, dtype.Uint64}, opType{affineOp, dtype.Uint64})
+	add(coll.Exscan, opType{sum, dtype.Uint64}, false, opType{affineOp, dtype.Uint64})
+	add(coll.Allgather, opType{t: dtype.Uint16}, false, opType{t: dtype.Int16})
+	add(coll.Alltoall, opType{t: dtype.Uint8}, false, opType{t: dtype.Int8})
+	shapes = append(shapes, shape{coll.Barrier, 0, opType{t: dtype.Byte}, 1})
+	// Shapes of a kind sit next to each other: a call picks the previous
+	// call's shape or a neighbour of it (same kind, one field changed)
+	// most of the time.
+	r := rand.New(rand.NewPCG(9, 9))
+	idx := make([]int, calls)
+	for i := range idx {
+		switch j := idx[max(i-1, 0)]; {
+		case i == 0 || r.IntN(5) == 0:
+			idx[i] = r.IntN(len(shapes))
+		case r.IntN(2) == 0:
+			idx[i] = j
+		default:
+			idx[i] = min(max(j+r.IntN(3)-1, 0), len(shapes)-1)
+		}
+	}
+	for _, outside := range []bool{true, false} {
+		cases := make([]*tcase, calls)
+		for i, j := range idx {
+			cases[i] = gen(shapes[j])
+		}
+		w := colltest.NewWorld(p)
+		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+			s := coll.NewState(cm, perRank(nil))
+			s.SetCallBlocking(outside)
+			for i, c := range cases {
+				if err := c.block(s, cm.Rank(), &c.bufs[cm.Rank()]); err != nil {
+					return fmt.Errorf("call %d, %s: %w", i, c.desc, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cases {
+			for rk, b := range c.bufs {
+				if !sameResult(c.t, b.full, b.want) {
+					t.Fatalf("outside=%v call %d, %s: rank %d: %s", outside, i, c.desc, rk, diff(b.full, b.want))
+				}
+			}
+		}
+	}
 }

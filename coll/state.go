@@ -185,6 +185,9 @@ func (s *State) Barrier() error { return s.wait(s.Ibarrier()) }
 // Ibarrier starts a barrier.
 func (s *State) Ibarrier() (Request, error) {
 	tag := s.nextTag()
+	if pl := s.repeat(Barrier, dtype.Byte, Op{}, 0, 0, false); pl != nil {
+		return s.run(pl, Op{}, dtype.Byte, nil, nil, tag)
+	}
 	b := s.newBuilder(Barrier, dtype.Byte, Op{}, 0)
 	b.skipEmpty = false // the messages are the barrier
 	b.cache = true
@@ -207,6 +210,9 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 	if err := need(k, "", buf, n); err != nil {
 		return nil, err
 	}
+	if pl := s.repeat(k, t, Op{}, count, root, false); pl != nil {
+		return s.run(pl, Op{}, t, nil, buf, tag)
+	}
 	b := s.newBuilder(k, t, Op{}, count)
 	b.root, b.rbuf, b.cache = root, recvRef(n), true
 	return s.start(b, n, nil, buf, tag)
@@ -227,25 +233,31 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 		return nil, err
 	}
 	n := count * t.Size()
-	b := s.newBuilder(k, t, op, count)
-	b.root, b.cache = root, true
 	isRoot := s.comm.Rank() == root
-	b.inPlace = isRoot && send == nil
+	inPlace := isRoot && send == nil
 	if isRoot {
 		if err := need(k, "receive", recv, n); err != nil {
 			return nil, err
 		}
-		b.rbuf = recvRef(n)
 	} else {
 		recv = nil
 	}
-	if b.inPlace {
-		b.src = recvRef(n)
-	} else {
+	if !inPlace {
 		if err := need(k, "send", send, n); err != nil {
 			return nil, err
 		}
-		b.src = sendRef(n)
+	}
+	if pl := s.repeat(k, t, op, count, root, inPlace); pl != nil {
+		return s.run(pl, op, t, send, recv, tag)
+	}
+	b := s.newBuilder(k, t, op, count)
+	b.root, b.cache, b.inPlace = root, true, inPlace
+	if isRoot {
+		b.rbuf = recvRef(n)
+	}
+	b.src = sendRef(n)
+	if inPlace {
+		b.src = recvRef(n)
 	}
 	return s.start(b, n, send, recv, tag)
 }
@@ -287,15 +299,6 @@ func (s *State) Iexscan(send, recv []byte, count int, t dtype.Type, op Op) (Requ
 // startElementwise numbers, checks and starts Allreduce, Scan or Exscan.
 func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
 	tag := s.nextTag()
-	b, err := s.elementwise(k, send, recv, count, t, op)
-	if err != nil {
-		return nil, err
-	}
-	return s.start(b, b.rbuf.n, send, recv, tag)
-}
-
-// elementwise checks and sets up Allreduce, Scan, Exscan.
-func (s *State) elementwise(k Kind, send, recv []byte, count int, t dtype.Type, op Op) (*builder, error) {
 	if err := firstErr(checkType(k, t), op.check(t), checkCount(k, "count", count)); err != nil {
 		return nil, err
 	}
@@ -303,18 +306,23 @@ func (s *State) elementwise(k Kind, send, recv []byte, count int, t dtype.Type, 
 	if err := need(k, "receive", recv, n); err != nil {
 		return nil, err
 	}
-	b := s.newBuilder(k, t, op, count)
-	b.cache = true
-	b.rbuf = recvRef(n)
-	b.inPlace = send == nil
-	b.src = recvRef(n)
-	if !b.inPlace {
+	inPlace := send == nil
+	if !inPlace {
 		if err := need(k, "send", send, n); err != nil {
 			return nil, err
 		}
+	}
+	if pl := s.repeat(k, t, op, count, 0, inPlace); pl != nil {
+		return s.run(pl, op, t, send, recv, tag)
+	}
+	b := s.newBuilder(k, t, op, count)
+	b.cache, b.inPlace = true, inPlace
+	b.rbuf = recvRef(n)
+	b.src = recvRef(n)
+	if !inPlace {
 		b.src = sendRef(n)
 	}
-	return b, nil
+	return s.start(b, n, send, recv, tag)
 }
 
 // Allgather concatenates every rank's count elements, in rank order, into
@@ -334,15 +342,20 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 	if err := need(k, "receive", recv, p*n); err != nil {
 		return nil, err
 	}
-	b := s.newBuilder(k, t, Op{}, count)
-	b.cache, b.blockCounts = true, true
-	b.rbuf = recvRef(p * n)
-	b.inPlace = send == nil
-	b.src = b.rbuf.at(r*n, n)
-	if !b.inPlace {
+	inPlace := send == nil
+	if !inPlace {
 		if err := need(k, "send", send, n); err != nil {
 			return nil, err
 		}
+	}
+	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
+		return s.run(pl, Op{}, t, send, recv, tag)
+	}
+	b := s.newBuilder(k, t, Op{}, count)
+	b.cache, b.blockCounts, b.inPlace = true, true, inPlace
+	b.rbuf = recvRef(p * n)
+	b.src = b.rbuf.at(r*n, n)
+	if !inPlace {
 		b.src = sendRef(n)
 	}
 	return s.start(b, n, send, recv, tag)
@@ -568,15 +581,20 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 	if err := need(k, "receive", recv, p*n); err != nil {
 		return nil, err
 	}
-	b := s.newBuilder(k, t, Op{}, count)
-	b.cache, b.blockCounts = true, true
-	b.rbuf = recvRef(p * n)
-	b.inPlace = send == nil
-	b.sbuf = b.rbuf
-	if !b.inPlace {
+	inPlace := send == nil
+	if !inPlace {
 		if err := need(k, "send", send, p*n); err != nil {
 			return nil, err
 		}
+	}
+	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
+		return s.run(pl, Op{}, t, send, recv, tag)
+	}
+	b := s.newBuilder(k, t, Op{}, count)
+	b.cache, b.blockCounts, b.inPlace = true, true, inPlace
+	b.rbuf = recvRef(p * n)
+	b.sbuf = b.rbuf
+	if !inPlace {
 		b.sbuf = sendRef(p * n)
 	}
 	return s.start(b, n, send, recv, tag)
