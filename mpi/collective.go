@@ -456,11 +456,9 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	ord, err := callDevice("bcast", is[:])
-	if err != nil {
-		return nil, err
-	}
-	n, t := is[0].n, is[0].t
+	// One buffer: its device is the call's (callDevice can find no
+	// mixture), -1 for host memory.
+	n, t, ord := is[0].n, is[0].t, is[0].dev
 	return c.startOn(m, "bcast", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ibcast(b, n, t, root)
 	})
@@ -478,6 +476,18 @@ func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int
 	var is [2]bufInfo
 	describe(send, &is[0])
 	describe(recv, &is[1])
+	if s, r := &is[0], &is[1]; !s.none && !r.none && s.dev < 0 && r.dev < 0 && s.t == r.t {
+		// Two host buffers of one type, the common case: what the general
+		// steps below would find, without their loops.
+		sb, rb = s.host, r.host
+		if sb == nil {
+			sb = empty
+		}
+		if rb == nil {
+			rb = empty
+		}
+		return sb, rb, s.n, s.t, -1, nil
+	}
 	if t, err = typeOfInfo(name, is[:]); err != nil {
 		return
 	}
