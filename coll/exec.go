@@ -34,8 +34,8 @@ type exec struct {
 	reqs   []Request // the current round's requests, nil once complete
 	// reqArr backs reqs in rounds of up to 4 messages. Its entries are nil
 	// whenever a round starts: a round ends only once every request has
-	// completed and been set to nil, and reset clears what a failed
-	// schedule left.
+	// completed and been set to nil, and only a schedule that succeeded is
+	// reused (reset).
 	reqArr [4]Request
 
 	inDomain bool // listed in prog.active (guarded by mu)

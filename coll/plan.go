@@ -40,17 +40,12 @@ type planKey struct {
 	device  bool // the device space (its own scratch memory and selection)
 }
 
-// matches reports whether k is the key of the call b describes (in the
-// device space when onDev). It compares field by field: building the
+// matches reports whether k is the key of the call with these fields (in
+// the device space when onDev). It compares field by field: building the
 // call's key and comparing the two structs reads the key just written with
 // loads wider than its stores, a store-forwarding stall (a tenth of the
 // engine's own cost per blocking call, BenchmarkBlockingFixedCost).
-func (k *planKey) matches(b *builder, onDev bool) bool {
-	return k.matchesCall(b.kind, b.t, b.op, b.count, b.root, b.inPlace, onDev)
-}
-
-// matchesCall is matches for a call given by its fields.
-func (k *planKey) matchesCall(kind Kind, t dtype.Type, op Op, count, root int, inPlace, onDev bool) bool {
+func (k *planKey) matches(kind Kind, t dtype.Type, op Op, count, root int, inPlace, onDev bool) bool {
 	return k.kind == kind && k.t == t && k.count == count && k.root == root &&
 		k.inPlace == inPlace && k.device == onDev &&
 		k.commute == op.IsCommutative() && k.avg == op.isAvg()
@@ -67,7 +62,7 @@ func (s *State) repeat(k Kind, t dtype.Type, op Op, count, root int, inPlace boo
 	if s.onDev || s.stream != 0 || s.hostCaps.ck != nil {
 		return nil
 	}
-	if l := &s.last[k]; l.pl != nil && l.key.matchesCall(k, t, op, count, root, inPlace, false) {
+	if l := &s.last[k]; l.pl != nil && l.key.matches(k, t, op, count, root, inPlace, false) {
 		return l.pl
 	}
 	return nil
@@ -89,7 +84,7 @@ const maxPlans = 64
 func (s *State) plan(b *builder, bytes int) (*plan, error) {
 	var key planKey
 	if b.cache {
-		if l := &s.last[b.kind]; l.pl != nil && l.key.matches(b, s.onDev) {
+		if l := &s.last[b.kind]; l.pl != nil && l.key.matches(b.kind, b.t, b.op, b.count, b.root, b.inPlace, s.onDev) {
 			return l.pl, nil
 		}
 		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
@@ -246,9 +241,4 @@ func (e *exec) reset() {
 	e.bufs[0], e.bufs[1], e.bufs[2], e.bufs[3] = nil, nil, nil, nil
 	_ = [1]int{}[numSlots-4] // (numSlots is 4: the line above clears them all)
 	e.cur, e.posted, e.done, e.reqs, e.outside = 0, false, false, nil, false
-	for i, q := range e.reqArr {
-		if q != nil { // only after a failure (see reqArr)
-			e.reqArr[i] = nil
-		}
-	}
 }

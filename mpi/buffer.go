@@ -71,13 +71,11 @@ type Buffer interface {
 	// bytes returns the host bytes (nil for device buffers).
 	hostBytes() []byte
 	slice(off, n int) Buffer
-	// device is the ordinal of the GPU holding the buffer, -1 for host
-	// memory (and for MPI_IN_PLACE). A method rather than a type assertion
-	// to an interface with Device: that assertion looks its answer up in
-	// the runtime's interface table on every collective call.
-	device() int
 	// info answers a collective's questions about the buffer in one call
-	// (bufInfo's fields, in order).
+	// (bufInfo's fields, in order; dev is the ordinal of the GPU holding
+	// the buffer, -1 for host memory and MPI_IN_PLACE). A method rather
+	// than type assertions to other interfaces: such an assertion looks
+	// its answer up in the runtime's interface table on every call.
 	info() (host []byte, n int, t dtype.Type, dev int, none bool)
 }
 
@@ -161,8 +159,6 @@ func (b *HostBuffer[T]) hostBytes() []byte {
 }
 
 func (b *HostBuffer[T]) slice(off, n int) Buffer { return Slice(b.s[off : off+n]) }
-
-func (b *HostBuffer[T]) device() int { return -1 }
 
 func (b *HostBuffer[T]) info() ([]byte, int, dtype.Type, int, bool) {
 	return b.hostBytes(), len(b.s), b.Type(), -1, false

@@ -250,7 +250,6 @@ func (inPlace) mem() pt2pt.Mem        { return pt2pt.Mem{} }
 func (inPlace) pin(*runtime.Pinner)   {}
 func (inPlace) hostBytes() []byte     { return nil }
 func (inPlace) slice(int, int) Buffer { return inPlace{} }
-func (inPlace) device() int           { return -1 }
 func (inPlace) info() ([]byte, int, dtype.Type, int, bool) {
 	return nil, 0, 0, -1, true
 }
@@ -266,15 +265,8 @@ func isInPlace(b Buffer) bool { _, ok := b.(inPlace); return ok }
 // "in place", so an ordinary empty buffer must not be nil.
 var empty = []byte{}
 
-// collBytes returns the bytes coll sees for b: nil for InPlace or an absent
-// buffer, never nil otherwise.
-func collBytes(b Buffer) ([]byte, error) {
-	var i bufInfo
-	describe(b, &i)
-	return collBytesOf(b, &i)
-}
-
-// collBytesOf is collBytes for a buffer already described by i.
+// collBytesOf returns the bytes coll sees for b, described by i: nil for
+// InPlace or an absent buffer, never nil otherwise.
 func collBytesOf(b Buffer, i *bufInfo) ([]byte, error) {
 	switch {
 	case i.none:
@@ -287,28 +279,19 @@ func collBytesOf(b Buffer, i *bufInfo) ([]byte, error) {
 	return i.host, nil
 }
 
-// typeOf returns the element type shared by the real (non-InPlace, non-nil)
-// buffers, and an ErrType if they disagree.
-func typeOf(name string, send, recv Buffer) (dtype.Type, error) {
-	var is [2]bufInfo
-	describe(send, &is[0])
-	describe(recv, &is[1])
-	return typeOfInfo(name, is[:])
-}
-
-// typeOfInfo is typeOf for buffers already described.
-func typeOfInfo(name string, is []bufInfo) (dtype.Type, error) {
-	t, set := dtype.Byte, false
-	for i := range is {
-		if is[i].none {
-			continue
-		}
-		if set && is[i].t != t {
-			return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", t, is[i].t)}
-		}
-		t, set = is[i].t, true
+// typeOf returns the element type shared by the send and receive buffers
+// that are real (not InPlace, not absent), dtype.Byte when neither is, and
+// an ErrType if they disagree.
+func typeOf(name string, a, b *bufInfo) (dtype.Type, error) {
+	switch {
+	case a.none && b.none:
+		return dtype.Byte, nil
+	case a.none:
+		return b.t, nil
+	case !b.none && a.t != b.t:
+		return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", a.t, b.t)}
 	}
-	return t, nil
+	return a.t, nil
 }
 
 // call is how a collective is started: blocking (the call returns once
@@ -318,35 +301,6 @@ func typeOfInfo(name string, is []bufInfo) (dtype.Type, error) {
 type call struct {
 	block  bool
 	stream uintptr
-}
-
-// start runs f (which starts a coll operation) on send and recv (either may
-// be nil) with c's collective lock held; the executor pins what it hands to
-// the transport (see collComm). Nonblocking, it returns the Request.
-// Blocking, it waits itself and returns nil: no Request is made, and the
-// finished schedule goes back to the engine for the next call. On a stream
-// the engine cannot use, it returns coll.ErrNotOnStream unwrapped, having
-// started nothing.
-//
-// A blocking host collective keeps the lock until it has completed, so
-// that the engine may recycle its schedule without atomics (coll's
-// WaitKeep). Another goroutine's collective on c then waits for it, which
-// only orders calls MPI makes erroneous to overlap. Nonblocking progress
-// takes no part in this lock. A blocking device collective lets go of the
-// lock before it waits: a stream's work (StreamComm) may need the lock to
-// start the collectives the wait depends on.
-func (c *Comm) start(m call, name string, send, recv Buffer, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
-	if err := c.checkColl(name); err != nil {
-		return nil, err
-	}
-	var is [2]bufInfo
-	describe(send, &is[0])
-	describe(recv, &is[1])
-	ord, err := callDevice(name, is[:])
-	if err != nil {
-		return nil, err
-	}
-	return c.startOn(m, name, ord, f)
 }
 
 // checkColl reports the error a collective on c fails with before
@@ -361,9 +315,22 @@ func (c *Comm) checkColl(name string) error {
 	return nil
 }
 
-// startOn is start for a call whose buffers are known to live on device
-// ord (-1: host memory), as pairArgs finds.
-func (c *Comm) startOn(m call, name string, ord int, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+// start runs f (which starts a coll operation) on buffers that live on
+// device ord (-1: host memory; pairArgs finds it) with c's collective lock
+// held; the executor pins what it hands to the transport (see collComm).
+// Nonblocking, it returns the Request. Blocking, it waits itself and
+// returns nil: no Request is made, and the finished schedule goes back to
+// the engine for the next call. On a stream the engine cannot use, it
+// returns coll.ErrNotOnStream unwrapped, having started nothing.
+//
+// A blocking host collective keeps the lock until it has completed, so
+// that the engine may recycle its schedule without atomics (coll's
+// WaitKeep). Another goroutine's collective on c then waits for it, which
+// only orders calls MPI makes erroneous to overlap. Nonblocking progress
+// takes no part in this lock. A blocking device collective lets go of the
+// lock before it waits: a stream's work (StreamComm) may need the lock to
+// start the collectives the wait depends on.
+func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
 	if err := c.checkColl(name); err != nil {
 		return nil, err
 	}
@@ -432,7 +399,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 }
 
 func (c *Comm) ibarrier(m call) (*Request, error) {
-	return c.start(m, "barrier", nil, nil, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+	return c.start(m, "barrier", -1, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
 }
 
 // Bcast sends root's buf to every rank's buf.
@@ -459,7 +426,7 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	// One buffer: its device is the call's (callDevice can find no
 	// mixture), -1 for host memory.
 	n, t, ord := is[0].n, is[0].t, is[0].dev
-	return c.startOn(m, "bcast", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "bcast", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ibcast(b, n, t, root)
 	})
 }
@@ -468,41 +435,29 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 // element count comes from send, or, when send is InPlace, from recv's
 // length divided by div (1 for reductions, Size() for gathers and
 // all-to-all). ord is the device the buffers live on (callDevice), for
-// startOn.
+// start.
 func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int, t dtype.Type, ord int, err error) {
 	if send == nil {
 		return nil, nil, 0, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
-	var is [2]bufInfo
-	describe(send, &is[0])
-	describe(recv, &is[1])
-	if s, r := &is[0], &is[1]; !s.none && !r.none && s.dev < 0 && r.dev < 0 && s.t == r.t {
-		// Two host buffers of one type, the common case: what the general
-		// steps below would find, without their loops.
-		sb, rb = s.host, r.host
-		if sb == nil {
-			sb = empty
-		}
-		if rb == nil {
-			rb = empty
-		}
-		return sb, rb, s.n, s.t, -1, nil
-	}
-	if t, err = typeOfInfo(name, is[:]); err != nil {
+	var sd, rd bufInfo
+	describe(send, &sd)
+	describe(recv, &rd)
+	if t, err = typeOf(name, &sd, &rd); err != nil {
 		return
 	}
-	if sb, err = collBytesOf(send, &is[0]); err != nil {
+	if sb, err = collBytesOf(send, &sd); err != nil {
 		return
 	}
-	if rb, err = collBytesOf(recv, &is[1]); err != nil {
+	if rb, err = collBytesOf(recv, &rd); err != nil {
 		return
 	}
-	if ord, err = callDevice(name, is[:]); err != nil {
+	if ord, err = callDevice(name, &sd, &rd); err != nil {
 		return
 	}
-	count = is[0].n
-	if is[0].none && recv != nil {
-		count = is[1].n / div
+	count = sd.n
+	if sd.none && recv != nil {
+		count = rd.n / div
 	}
 	return
 }
@@ -533,7 +488,7 @@ func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, er
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "reduce", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "reduce", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ireduce(sb, rb, n, t, op.c, root)
 	})
 }
@@ -557,7 +512,7 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "allreduce", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "allreduce", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iallreduce(sb, rb, n, t, op.c)
 	})
 }
@@ -578,7 +533,7 @@ func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "scan", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "scan", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iscan(sb, rb, n, t, op.c)
 	})
 }
@@ -600,7 +555,7 @@ func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "exscan", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "exscan", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iexscan(sb, rb, n, t, op.c)
 	})
 }
@@ -629,7 +584,7 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	if isInPlace(send) {
 		n = recv.Len() / c.Size()
 	}
-	return c.startOn(m, "reduce_scatter_block", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
 	})
 }
@@ -651,7 +606,7 @@ func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "reduce_scatter", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "reduce_scatter", ord, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatter(sb, rb, counts, t, op.c)
 	})
 }
@@ -676,7 +631,7 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "allgather", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "allgather", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgather(sb, rb, n, t)
 	})
 }
@@ -704,7 +659,7 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.startOn(m, "allgatherv", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "allgatherv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iallgatherv(sb, n, rb, counts, displs, t)
 	})
 }
@@ -725,7 +680,7 @@ func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "gather", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "gather", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Igather(sb, rb, n, t, root)
 	})
 }
@@ -750,24 +705,30 @@ func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root in
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.startOn(m, "gatherv", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "gatherv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Igatherv(sb, n, rb, counts, displs, t, root)
 	})
 }
 
 // scatterArgs converts the buffers of Scatter and Scatterv, whose receive
-// buffer is required (InPlace at the root).
-func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, err error) {
+// buffer is required (InPlace at the root); ord as for pairArgs.
+func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, ord int, err error) {
 	if err = checkBuf(name, recv); err != nil {
 		return
 	}
-	if t, err = typeOf(name, send, recv); err != nil {
+	var sd, rd bufInfo
+	describe(send, &sd)
+	describe(recv, &rd)
+	if t, err = typeOf(name, &sd, &rd); err != nil {
 		return
 	}
-	if sb, err = collBytes(send); err != nil {
+	if sb, err = collBytesOf(send, &sd); err != nil {
 		return
 	}
-	rb, err = collBytes(recv)
+	if rb, err = collBytesOf(recv, &rd); err != nil {
+		return
+	}
+	ord, err = callDevice(name, &sd, &rd)
 	return
 }
 
@@ -784,7 +745,7 @@ func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
-	sb, rb, t, err := scatterArgs("scatter", send, recv)
+	sb, rb, t, ord, err := scatterArgs("scatter", send, recv)
 	if err != nil {
 		return nil, err
 	}
@@ -792,7 +753,7 @@ func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
 	if isInPlace(recv) && send != nil {
 		n = send.Len() / c.Size()
 	}
-	return c.start(m, "scatter", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "scatter", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatter(sb, rb, n, t, root)
 	})
 }
@@ -809,7 +770,7 @@ func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root in
 }
 
 func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
-	sb, rb, t, err := scatterArgs("scatterv", send, recv)
+	sb, rb, t, ord, err := scatterArgs("scatterv", send, recv)
 	if err != nil {
 		return nil, err
 	}
@@ -817,7 +778,7 @@ func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer,
 	if isInPlace(recv) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "scatterv", send, recv, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "scatterv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
 	})
 }
@@ -843,7 +804,7 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 		return nil, err
 	}
 	n := recv.Len() / c.Size()
-	return c.startOn(m, "alltoall", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "alltoall", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoall(sb, rb, n, t)
 	})
 }
@@ -867,7 +828,7 @@ func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, rec
 	if err != nil {
 		return nil, err
 	}
-	return c.startOn(m, "alltoallv", ord, func(s *coll.State) (coll.Request, error) {
+	return c.start(m, "alltoallv", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }

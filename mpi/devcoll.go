@@ -43,38 +43,38 @@ var directOnSharedGPUs = false
 // bufferDevice is the device ordinal of a device buffer, -1 for host memory,
 // InPlace and nil.
 func bufferDevice(b Buffer) int {
-	if b == nil {
-		return -1
-	}
-	return b.device()
+	var i bufInfo
+	describe(b, &i)
+	return i.dev
 }
 
-// callDevice classifies a collective call's buffers: the device they live on,
-// or -1 for host buffers. Mixing host and device buffers (or two devices)
-// in one call is an ErrBuffer.
-func callDevice(name string, bufs []bufInfo) (int, error) {
-	dev, host := -1, false
-	for i := range bufs {
-		b := &bufs[i]
-		if b.none {
-			continue
-		}
-		d := b.dev
-		switch {
-		case d < 0 && b.host == nil && b.n == 0:
-			// an empty host buffer counts for neither kind
-		case d < 0:
-			host = true
-		case dev >= 0 && d != dev:
-			return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("buffers on devices %d and %d", dev, d)}
-		default:
-			dev = d
-		}
-	}
-	if dev >= 0 && host {
+// callDevice classifies a collective call's two buffers (send and
+// receive): the device they live on, or -1 for host buffers. Mixing host
+// and device buffers (or two devices) in one call is an ErrBuffer. An
+// absent buffer, InPlace and an empty host buffer count for neither kind.
+func callDevice(name string, a, b *bufInfo) (int, error) {
+	da, db := a.deviceKind(), b.deviceKind()
+	switch {
+	case da < 0 && db < 0:
+		return -1, nil // the common case: host memory (or nothing)
+	case da >= 0 && db >= 0 && da != db:
+		return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("buffers on devices %d and %d", da, db)}
+	case da == -1 || db == -1:
 		return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("host and device buffers mixed in one collective; pass device buffers for all of them")}
 	}
-	return dev, nil
+	return max(da, db), nil
+}
+
+// deviceKind is the buffer's side for callDevice: its GPU, -1 for host
+// memory, -2 for neither (absent, InPlace, an empty host buffer).
+func (i *bufInfo) deviceKind() int {
+	switch {
+	case i.none || (i.dev < 0 && i.host == nil && i.n == 0):
+		return -2
+	case i.dev < 0:
+		return -1
+	}
+	return i.dev
 }
 
 // deviceBytes is the byte view coll works on for a device buffer (see

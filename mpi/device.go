@@ -424,9 +424,6 @@ func (b *DeviceBuffer[T]) pin(*runtime.Pinner) {}
 // hostBytes is nil: device memory is never a Go slice.
 func (b *DeviceBuffer[T]) hostBytes() []byte { return nil }
 
-// device is the GPU holding the buffer (Buffer.device).
-func (b *DeviceBuffer[T]) device() int { return b.Device() }
-
 func (b *DeviceBuffer[T]) info() ([]byte, int, dtype.Type, int, bool) {
 	return nil, b.Len(), TypeOf[T](), b.Device(), false
 }

@@ -214,28 +214,27 @@ func (s *streamer) finish() error {
 // validation each iteration is timed alone and prepare/check run outside
 // the timed region. It returns the timed duration and the error count.
 func (e *env) timedLoop(iters, skip int, prepare func(iter int), body func() error, check func(iter int) int) (time.Duration, int, error) {
-	var elapsed time.Duration
-	var t0 time.Time
+	var elapsed, t0 time.Duration
 	errs := 0
 	for i := 0; i < iters+skip; i++ {
 		if e.o.Validate {
 			prepare(i)
 		}
 		if i == skip || e.o.Validate {
-			t0 = time.Now()
+			t0 = wtime()
 		}
 		if err := body(); err != nil {
 			return 0, 0, err
 		}
 		if e.o.Validate {
 			if i >= skip {
-				elapsed += time.Since(t0)
+				elapsed += wtime() - t0
 			}
 			errs += check(i)
 		}
 	}
 	if !e.o.Validate {
-		elapsed = time.Since(t0)
+		elapsed = wtime() - t0
 	}
 	return elapsed, errs, nil
 }

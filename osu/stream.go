@@ -218,7 +218,7 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 		sendB.Fill(cnt, zero)
 		recvB.Fill(cnt, zero)
 		accB.Fill(cnt, zero)
-		var t0 time.Time
+		var t0 time.Duration
 		for i := 0; i < iters+skip; i++ {
 			if i == skip {
 				if err := se.s.Synchronize(); err != nil {
@@ -227,7 +227,7 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 				if err := barrier(e.c); err != nil {
 					return err
 				}
-				t0 = time.Now()
+				t0 = wtime()
 			}
 			if err := se.s.ReduceLocal(step, s, mpi.Sum); err != nil {
 				return err
@@ -250,7 +250,7 @@ func runStreamLoop(e *env, enqueued bool) (err error) {
 		if err := se.s.Synchronize(); err != nil {
 			return err
 		}
-		elapsed := time.Since(t0)
+		elapsed := wtime() - t0
 		errs := 0
 		if e.o.Validate {
 			n := int64(iters + skip)

@@ -410,12 +410,8 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // When ranks outnumber cores the poll is short and is repeated
 // (tryRecvYields times) with the processor given away between attempts
 // (sched_yield), as the blocking wait does then: the rank the message
-// comes from usually shares the core and needs it to send, and after the
-// yield the message is most often there. Spinning 128 rounds first, then
-// posting the receive (pin, request, completion), made a shared core's
-// 8-byte ping-pong 2.6-3.0 µs per message, against 1.5-1.7 for Open MPI
-// and 0.7-0.8 for the same exchange in C over gx.c
-// (docs/performance-host.md, session 8).
+// comes from usually shares the core and needs it to send (the constants
+// above say what that gained).
 func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	for i := 0; ; i++ {
 		rv, ok, err := t.tryRecvOnce(m, tag, mask)
