@@ -441,18 +441,7 @@ func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int
 		return nil, nil, 0, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
 	var sd, rd bufInfo
-	describe(send, &sd)
-	describe(recv, &rd)
-	if t, err = typeOf(name, &sd, &rd); err != nil {
-		return
-	}
-	if sb, err = collBytesOf(send, &sd); err != nil {
-		return
-	}
-	if rb, err = collBytesOf(recv, &rd); err != nil {
-		return
-	}
-	if ord, err = callDevice(name, &sd, &rd); err != nil {
+	if sb, rb, t, ord, err = convertPair(name, send, recv, &sd, &rd); err != nil {
 		return
 	}
 	count = sd.n
@@ -717,18 +706,25 @@ func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, o
 		return
 	}
 	var sd, rd bufInfo
-	describe(send, &sd)
-	describe(recv, &rd)
-	if t, err = typeOf(name, &sd, &rd); err != nil {
+	return convertPair(name, send, recv, &sd, &rd)
+}
+
+// convertPair describes a collective's send and receive buffers into *sd
+// and *rd and converts them: the bytes coll sees for each, their shared
+// element type (typeOf) and the device they live on (callDevice).
+func convertPair(name string, send, recv Buffer, sd, rd *bufInfo) (sb, rb []byte, t dtype.Type, ord int, err error) {
+	describe(send, sd)
+	describe(recv, rd)
+	if t, err = typeOf(name, sd, rd); err != nil {
 		return
 	}
-	if sb, err = collBytesOf(send, &sd); err != nil {
+	if sb, err = collBytesOf(send, sd); err != nil {
 		return
 	}
-	if rb, err = collBytesOf(recv, &rd); err != nil {
+	if rb, err = collBytesOf(recv, rd); err != nil {
 		return
 	}
-	ord, err = callDevice(name, &sd, &rd)
+	ord, err = callDevice(name, sd, rd)
 	return
 }
 
