@@ -68,6 +68,10 @@ type Algorithm struct {
 	// peer buffers within a node), not a message schedule; it runs only
 	// device calls the engine supports.
 	Direct bool
+	// Shared: the algorithm runs in the communicator's shared-memory
+	// segment (shared.go), not as a message schedule; it runs only
+	// blocking host calls that fit the segment, on ranks of one node.
+	Shared bool
 	// Cost is the α-β cost model (p ranks, n bytes; α latency, β time per
 	// byte, γ time per byte reduced), as in the algorithm's file.
 	Cost string
@@ -140,6 +144,13 @@ var catalog = []Algorithm{
 	{Kind: Allgather, Name: DirectName, Direct: true, Cost: directCost},
 	{Kind: Alltoall, Name: DirectName, Direct: true, Cost: directCost},
 	{Kind: ReduceScatterBlock, Name: DirectName, Direct: true, Cost: directCost},
+
+	{Kind: Barrier, Name: SharedName, Shared: true, Cost: sharedCost},
+	{Kind: Bcast, Name: SharedName, Shared: true, Cost: sharedCost},
+	{Kind: Reduce, Name: SharedName, Shared: true, Cost: sharedCost},
+	{Kind: Allreduce, Name: SharedName, Shared: true, Cost: sharedCost},
+	{Kind: Allgather, Name: SharedName, Shared: true, Cost: sharedCost},
+	{Kind: Alltoall, Name: SharedName, Shared: true, Cost: sharedCost},
 
 	{Kind: Scan, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + 2nγ)", build: scanRecursiveDoubling},
 	{Kind: Exscan, Name: "recursive_doubling", Cost: "⌈log2 p⌉(α + nβ + 2nγ)", build: scanRecursiveDoubling},

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/coll/colltest"
@@ -40,6 +41,17 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	w.Slow = r.IntN(2) == 0
 	w.Immediate = r.IntN(2) == 0
 	blocking := r.IntN(2) == 0
+	// A shared-memory segment (as package mpi gives the ranks of one node),
+	// big enough for the case or, sometimes, too small for it (the calls
+	// then take the schedules). A forced "shm" needs blocking calls that
+	// fit: anything else warns, which fails the test.
+	slot := caseBytes(c)
+	if forcedShared(opts) {
+		blocking = true
+	} else if r.IntN(3) == 0 {
+		slot = r.IntN(slot/2 + 1)
+	}
+	seg := sharedMem(c.p, slot)
 	// A blocking call as package mpi makes it: started outside the
 	// progress domain (State.SetCallBlocking).
 	outside := blocking && r.IntN(2) == 0
@@ -53,6 +65,10 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 			o.Progress = nil
 		}
 		s := coll.NewState(cm, o)
+		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Oversubscribed: c.p > runtime.GOMAXPROCS(0),
+			Truncate: colltest.ErrTruncate}); err != nil {
+			return err
+		}
 		b := &c.bufs[cm.Rank()]
 		if blocking {
 			s.SetCallBlocking(outside)
@@ -84,6 +100,38 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	if u, p := w.Pending(); u != 0 || p != 0 {
 		t.Fatalf("%s: %d unmatched messages, %d unmatched receives left", c.desc, u, p)
 	}
+}
+
+// forcedShared reports whether opts force a shared-memory algorithm.
+func forcedShared(o *coll.Options) bool {
+	if o == nil || o.Lookup == nil {
+		return false
+	}
+	for _, k := range coll.Kinds() {
+		if v, ok := o.Lookup(k.VarName()); ok && v == coll.SharedName {
+			return true
+		}
+	}
+	return false
+}
+
+// caseBytes bounds what any rank of c writes into a shared-memory slot:
+// its longest buffer.
+func caseBytes(c *tcase) int {
+	n := 0
+	for _, b := range c.bufs {
+		n = max(n, len(b.full), len(b.send))
+	}
+	return n
+}
+
+// sharedMem is a segment for p ranks as the goroutine ranks of one test
+// share it: Go memory, 64-byte aligned.
+func sharedMem(p, slot int) []byte {
+	n := coll.SharedSize(p, slot)
+	b := make([]byte, n+64)
+	off := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%64)) % 64
+	return b[off : off+n]
 }
 
 // perRank gives each simulated rank (a process, in real life) its own

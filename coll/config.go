@@ -107,6 +107,11 @@ func (c *config) choose(k Kind, bytes, ranks int, commutative bool) Algorithm {
 		c.warn(fmt.Sprintf("%s=%s runs only device buffers on ranks that map each other's memory (one node, CUDA IPC), with a predefined operation; using %s", k.VarName(), name, sel.Name))
 		return sel
 	}
+	if a.Shared {
+		// The State has already run the call there if it could.
+		c.warn(fmt.Sprintf("%s=%s runs only blocking host calls whose data fits the shared-memory segment (GOMPIX_SHM_MAX), on ranks of one node; using %s", k.VarName(), name, sel.Name))
+		return sel
+	}
 	if !a.Applicable(ranks, commutative) {
 		why := "power-of-two ranks"
 		if a.Commutative && !commutative {

@@ -36,6 +36,10 @@ type State struct {
 	// blocking: the calls being started are waited for at once by their
 	// caller (SetCallBlocking).
 	blocking bool
+	// sync: the call being started is one of the State's own blocking
+	// methods (Bcast, …), waited for at once like a blocking one.
+	sync bool
+	sh   *shared // the shared-memory segment (SetShared); nil: none
 
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
@@ -180,11 +184,19 @@ func recvRef(n int) ref { return ref{s: slotRecv, n: n} }
 func sendRef(n int) ref { return ref{s: slotSend, n: n} }
 
 // Barrier blocks until every rank has called it.
-func (s *State) Barrier() error { return s.wait(s.Ibarrier()) }
+func (s *State) Barrier() error {
+	s.sync = true
+	r, err := s.Ibarrier()
+	s.sync = false
+	return s.wait(r, err)
+}
 
 // Ibarrier starts a barrier.
 func (s *State) Ibarrier() (Request, error) {
 	tag := s.nextTag()
+	if s.sharedFits(Barrier, 0) {
+		return finish(s.sharedBarrier())
+	}
 	if pl := s.repeat(Barrier, dtype.Byte, Op{}, 0, 0, false); pl != nil {
 		return s.run(pl, Op{}, dtype.Byte, nil, nil, tag)
 	}
@@ -196,7 +208,10 @@ func (s *State) Ibarrier() (Request, error) {
 
 // Bcast sends count elements of buf from root to every rank's buf.
 func (s *State) Bcast(buf []byte, count int, t dtype.Type, root int) error {
-	return s.wait(s.Ibcast(buf, count, t, root))
+	s.sync = true
+	r, err := s.Ibcast(buf, count, t, root)
+	s.sync = false
+	return s.wait(r, err)
 }
 
 // Ibcast starts a Bcast.
@@ -210,6 +225,9 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 	if err := need(k, "", buf, n); err != nil {
 		return nil, err
 	}
+	if s.sharedFits(k, n) {
+		return finish(s.sharedBcast(buf, n, root))
+	}
 	if pl := s.repeat(k, t, Op{}, count, root, false); pl != nil {
 		return s.run(pl, Op{}, t, nil, buf, tag)
 	}
@@ -222,7 +240,10 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 // root's recv (recv is ignored elsewhere). InPlace at the root takes its
 // contribution from recv.
 func (s *State) Reduce(send, recv []byte, count int, t dtype.Type, op Op, root int) error {
-	return s.wait(s.Ireduce(send, recv, count, t, op, root))
+	s.sync = true
+	r, err := s.Ireduce(send, recv, count, t, op, root)
+	s.sync = false
+	return s.wait(r, err)
 }
 
 // Ireduce starts a Reduce.
@@ -247,6 +268,9 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 			return nil, err
 		}
 	}
+	if s.sharedFits(k, n) {
+		return finish(s.sharedReduce(send, recv, n, t, op, root))
+	}
 	if pl := s.repeat(k, t, op, count, root, inPlace); pl != nil {
 		return s.run(pl, op, t, send, recv, tag)
 	}
@@ -265,7 +289,10 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 // Allreduce combines the count elements of every rank's send with op into
 // every rank's recv. InPlace takes the contribution from recv.
 func (s *State) Allreduce(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return s.wait(s.Iallreduce(send, recv, count, t, op))
+	s.sync = true
+	r, err := s.Iallreduce(send, recv, count, t, op)
+	s.sync = false
+	return s.wait(r, err)
 }
 
 // Iallreduce starts an Allreduce.
@@ -312,6 +339,9 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 			return nil, err
 		}
 	}
+	if k == Allreduce && s.sharedFits(k, n) {
+		return finish(s.sharedAllreduce(send, recv, n, t, op))
+	}
 	if pl := s.repeat(k, t, op, count, 0, inPlace); pl != nil {
 		return s.run(pl, op, t, send, recv, tag)
 	}
@@ -328,7 +358,10 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 // Allgather concatenates every rank's count elements, in rank order, into
 // every rank's recv. InPlace takes rank r's block from recv's block r.
 func (s *State) Allgather(send, recv []byte, count int, t dtype.Type) error {
-	return s.wait(s.Iallgather(send, recv, count, t))
+	s.sync = true
+	r, err := s.Iallgather(send, recv, count, t)
+	s.sync = false
+	return s.wait(r, err)
 }
 
 // Iallgather starts an Allgather.
@@ -347,6 +380,9 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 		if err := need(k, "send", send, n); err != nil {
 			return nil, err
 		}
+	}
+	if s.sharedFits(k, n) {
+		return finish(s.sharedAllgather(send, recv, n))
 	}
 	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
 		return s.run(pl, Op{}, t, send, recv, tag)
@@ -567,7 +603,10 @@ func (s *State) Iscatterv(send []byte, counts, displs []int, recv []byte, recvCo
 // Alltoall sends block j (count elements) of every rank i's send to block i
 // of rank j's recv. InPlace sends from recv and overwrites it.
 func (s *State) Alltoall(send, recv []byte, count int, t dtype.Type) error {
-	return s.wait(s.Ialltoall(send, recv, count, t))
+	s.sync = true
+	r, err := s.Ialltoall(send, recv, count, t)
+	s.sync = false
+	return s.wait(r, err)
 }
 
 // Ialltoall starts an Alltoall.
@@ -586,6 +625,9 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 		if err := need(k, "send", send, p*n); err != nil {
 			return nil, err
 		}
+	}
+	if s.sharedFits(k, p*n) {
+		return finish(s.sharedAlltoall(send, recv, n))
 	}
 	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
 		return s.run(pl, Op{}, t, send, recv, tag)

@@ -15,7 +15,8 @@ const module = "github.com/gompix/gompix"
 // allowed maps a package (or a package tree, by prefix) to the gompix
 // packages it may import. Longest matching key wins. internal/dtype,
 // internal/config and internal/spin are leaves every layer may use;
-// internal/lock is a leaf package mpi uses (DESIGN.md §1: mpi ─>
+// internal/lock is a leaf package mpi uses, internal/shm one that mpi
+// and coll use (DESIGN.md §1: mpi ─>
 // internal/...).
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
@@ -24,7 +25,7 @@ var allowed = map[string][]string{
 	"examples":         {"mpi"},
 	"mpi":              {"stream", "coll", "pt2pt", "internal/", "kernels"},
 	"stream":           {"coll", "pt2pt", "internal/cudadrv", "kernels", "internal/dtype", "internal/config", "internal/spin"},
-	"coll":             {"pt2pt", "kernels", "internal/dtype", "internal/config", "coll"},
+	"coll":             {"pt2pt", "kernels", "internal/dtype", "internal/config", "internal/shm", "coll"},
 	"coll/gpu":         {"coll", "kernels", "internal/cudadrv", "internal/dtype", "internal/config", "internal/spin"},
 	"pt2pt":            {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":     {"pt2pt"},
@@ -42,6 +43,7 @@ var allowed = map[string][]string{
 	"internal/config": {},
 	"internal/spin":   {},
 	"internal/lock":   {},
+	"internal/shm":    {},
 }
 
 // cgoAllowed are the only packages that may say import "C".

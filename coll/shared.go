@@ -1,0 +1,288 @@
+package coll
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/shm"
+)
+
+// Shared-memory collectives.
+//
+// When every rank of a communicator runs on one node, package mpi maps one
+// memory segment into all of them (internal/shm) and gives it to the State
+// (SetShared). A short blocking barrier, bcast, reduce, allreduce,
+// allgather or alltoall then runs in that segment instead of as messages:
+// each rank writes its contribution into a slot of its own and publishes
+// it by storing the call's sequence number in the slot's header; the ranks
+// that need it wait for that number and read the data in place. A
+// message through the transport costs a tag match, a request and a copy
+// through the transport's own shared memory on each side; here the data
+// crosses between cores once, in the cache lines the header shares (the
+// first 40 bytes of data lie in the header's line). These are the
+// catalog's "shm" algorithms (SharedName), one file each
+// (barrier_shm.go, …); GOMPIX_<COLL>_ALGORITHM forces or refuses them.
+//
+// Layout: rank q owns sharedDepth slots, each a 24-byte header (the
+// sequence number, the call's description: bytes, kind, type, root, and
+// the number of the call the data belongs to) followed by up to Shared.Slot bytes of data; call n uses slot n mod
+// sharedDepth. A rank arrives at call n by storing n in its slot's header
+// (after the data, if it writes any), and only after it has finished
+// reading everything of call n-1; so a rank that finds a peer's header at
+// m knows the peer is done with calls before m. Before writing its slot
+// for call n, a rank waits until every peer has arrived at call
+// n-sharedDepth+1 (which most calls have already seen): nobody still reads
+// the data that slot held for call n-sharedDepth. A rank is therefore at
+// most sharedDepth-1 calls ahead of any other, a broadcast root included.
+//
+// Only blocking calls use the segment: their protocol differs from the
+// schedules', and MPI never matches a blocking collective with a
+// nonblocking one, so every rank takes the same way for the same call as
+// long as the calls agree in kind and size, as MPI requires. Calls that
+// disagree in size, root, type or kind are detected from the headers and
+// fail on the ranks that see it (truncation or a count error), like the
+// schedules' mismatched messages; calls that disagree on whether they fit
+// the segment at all (one rank's count above Shared.Slot, another's below)
+// are erroneous in a way nobody can see from either side.
+
+// SharedName is the catalog name of the shared-memory algorithms.
+const SharedName = "shm"
+
+const (
+	// sharedDepth is the number of slots per rank: a rank may run this many
+	// calls minus one ahead of the slowest (a broadcast root, say) before
+	// it waits.
+	sharedDepth = 2
+	// sharedHeader is a slot's header: the sequence number, the
+	// description word, and the number of the call whose data the slot
+	// holds (a rank that arrives without data leaves it as it was).
+	sharedHeader = 24
+	// sharedLine is the alignment of slots (a cache line).
+	sharedLine = 64
+	// sharedMaxRanks bounds the ranks a segment serves (the root field of
+	// the description is 16 bits).
+	sharedMaxRanks = 1 << 16
+)
+
+// sharedCost is the model of the shared-memory algorithms.
+const sharedCost = "one cache-line transfer per peer read (λ) + n bytes copied in and out (2nβ_mem), per rank"
+
+// SharedSize is the segment size SetShared needs for ranks ranks and slot
+// data bytes per slot.
+func SharedSize(ranks, slot int) int { return ranks * sharedDepth * slotStride(slot) }
+
+func slotStride(slot int) int { return (sharedHeader + slot + sharedLine - 1) &^ (sharedLine - 1) }
+
+// Shared describes the memory segment of SetShared.
+type Shared struct {
+	// Mem is the segment: the same memory in every rank of the
+	// communicator, at least SharedSize(ranks, Slot) bytes, 64-byte
+	// aligned, zero before any rank uses it.
+	Mem []byte
+	// Slot is the largest contribution that runs in the segment, in bytes
+	// (a rank's whole send buffer for alltoall).
+	Slot int
+	// Oversubscribed: ranks outnumber cores, so a waiting rank gives its
+	// core away (Yield) after a short spin instead of a long one.
+	Oversubscribed bool
+	// Yield gives the processor to another thread of any process
+	// (sched_yield); runtime.Gosched when nil.
+	Yield func()
+	// Truncate is the error class of a contribution longer than this
+	// rank's buffer (the Comm's truncation error); ErrCount when nil.
+	Truncate error
+}
+
+// Wait policy of a shared-memory call waiting for a peer, in polls: spin,
+// then yield the processor between polls, then sleep between polls.
+const (
+	sharedSpin      = 1 << 14 // about 20-50 µs of loads
+	sharedSpinOver  = 64      // oversubscribed: the peer needs this core
+	sharedYields    = 2000    // about 1 ms of sched_yield calls
+	sharedSleep     = 20 * time.Microsecond
+	sharedPokeEvery = 32 // polls between turns for the progress domain's schedules
+)
+
+// shared is a State's view of its segment.
+type shared struct {
+	mem      []byte
+	p, r     int
+	slot     int
+	stride   int
+	n        uint64   // calls run in the segment
+	known    []uint64 // known[q]: a call rank q is known to have arrived at
+	parts    [][]byte // the contributions of one fold, by rank (reduce_shm.go)
+	spin     int
+	yield    func()
+	truncate error
+	prog     *Progress
+	allowed  [numKinds]bool // kinds whose algorithm is not forced to something else
+}
+
+// SetShared gives the State a shared-memory segment (see Shared); calls
+// that follow may run there. Every rank of the communicator must call it
+// at the same point of its collective sequence, with the same segment and
+// Slot.
+func (s *State) SetShared(sh Shared) error {
+	p := s.comm.Size()
+	switch {
+	case sh.Slot < 0 || p > sharedMaxRanks:
+		return fmt.Errorf("coll: shared segment: slot %d for %d ranks: %w", sh.Slot, p, ErrCount)
+	case len(sh.Mem) < SharedSize(p, sh.Slot):
+		return fmt.Errorf("coll: shared segment of %d bytes, %d ranks need %d: %w", len(sh.Mem), p, SharedSize(p, sh.Slot), ErrBuffer)
+	case uintptr(unsafe.Pointer(unsafe.SliceData(sh.Mem)))%sharedLine != 0:
+		return fmt.Errorf("coll: shared segment not %d-byte aligned: %w", sharedLine, ErrBuffer)
+	}
+	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), slot: sh.Slot, stride: slotStride(sh.Slot),
+		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate, prog: s.prog}
+	if sh.Oversubscribed {
+		g.spin = sharedSpinOver
+	}
+	if g.yield == nil {
+		g.yield = runtime.Gosched
+	}
+	if g.truncate == nil {
+		g.truncate = ErrCount
+	}
+	for k := range numKinds {
+		f := s.cfg.force[k]
+		g.allowed[k] = f == "" || f == SharedName
+	}
+	s.sh = g
+	return nil
+}
+
+// sharedFits reports whether a call of kind k that writes w bytes into its
+// slot runs in the segment: one is set, the call is blocking, on the host,
+// not on a stream, fits, and the kind's algorithm is not forced elsewhere.
+func (s *State) sharedFits(k Kind, w int) bool {
+	g := s.sh
+	return g != nil && (s.blocking || s.sync) && !s.onDev && s.stream == 0 && w <= g.slot && g.allowed[k]
+}
+
+// done is the Request of a call that completed inside its start.
+type done struct{}
+
+func (done) Test() (bool, error) { return true, nil }
+func (done) Wait() error         { return nil }
+
+// finish turns a shared-memory call's result into Ixxx's.
+func finish(err error) (Request, error) {
+	if err != nil {
+		return nil, err
+	}
+	return done{}, nil
+}
+
+// header is the sequence number of rank q's slot for call n.
+func (g *shared) header(q int, n uint64) *uint64 {
+	off := (q*sharedDepth + int(n%sharedDepth)) * g.stride
+	return (*uint64)(unsafe.Pointer(&g.mem[off]))
+}
+
+// data is rank q's slot for call n, nb bytes.
+func (g *shared) data(q int, n uint64, nb int) []byte {
+	off := (q*sharedDepth+int(n%sharedDepth))*g.stride + sharedHeader
+	return g.mem[off : off+nb : off+nb]
+}
+
+// desc packs a call's description into a header's second word.
+func desc(k Kind, t dtype.Type, root, bytes int) uint64 {
+	return uint64(uint32(bytes)) | uint64(k)<<32 | uint64(uint8(t))<<40 | uint64(uint16(root))<<48
+}
+
+// begin numbers the next call in the segment.
+func (g *shared) begin() uint64 {
+	g.n++
+	return g.n
+}
+
+// claim waits until this rank may overwrite its slot for call n: every
+// peer has arrived at call n-sharedDepth+1, so has finished reading the
+// slot's previous data.
+func (g *shared) claim(n uint64) {
+	if n <= sharedDepth {
+		return
+	}
+	m := n - sharedDepth + 1
+	for q, k := range g.known {
+		if k < m && q != g.r {
+			g.await(q, m)
+		}
+	}
+}
+
+// publish writes data and the call's description into this rank's slot
+// for call n and arrives there. claim(n) must have returned.
+func (g *shared) publish(n uint64, d uint64, data []byte) {
+	copy(g.data(g.r, n, len(data)), data)
+	h := g.header(g.r, n)
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 8)) = d
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
+	shm.StoreRelease(h, n)
+}
+
+// arrive marks this rank's arrival at call n without data.
+func (g *shared) arrive(n uint64) { shm.StoreRelease(g.header(g.r, n), n) }
+
+// await waits until rank q has arrived at call n (or later).
+func (g *shared) await(q int, n uint64) {
+	h := g.header(q, n)
+	for i := 0; atomic.LoadUint64(h) < n; i++ {
+		if i >= g.spin {
+			g.idle(i - g.spin)
+		}
+	}
+	if g.known[q] < n {
+		g.known[q] = n
+	}
+}
+
+// idle is the wait policy between polls, i polls after the spin: yield
+// the processor, later sleep, and every sharedPokeEvery polls advance the
+// progress domain's other schedules (MPI's progress rule: a peer may wait
+// on one of them before it arrives here).
+func (g *shared) idle(i int) {
+	if i%sharedPokeEvery == 0 {
+		g.prog.poke(nil, false)
+	}
+	if i < sharedYields {
+		g.yield()
+		return
+	}
+	time.Sleep(sharedSleep)
+}
+
+// check waits for rank q's arrival at call n and compares the description
+// it published with this rank's (want): kind, root and bytes, and the
+// type for reductions. On a match, g.data(q, n, …) is q's contribution.
+func (g *shared) check(q int, n uint64, want uint64) error {
+	g.await(q, n)
+	h := g.header(q, n)
+	d := atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 8)))
+	if d == want && atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 16))) == n {
+		return nil
+	}
+	if atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 16))) != n {
+		return fmt.Errorf("coll: %v: rank %d has no contribution to this call (the ranks disagree on the collective or its root): %w",
+			Kind(want>>32), q, ErrCount)
+	}
+	return g.mismatch(q, d, want)
+}
+
+// mismatch describes two calls that should have been the same.
+func (g *shared) mismatch(q int, got, want uint64) error {
+	if got>>32 != want>>32 {
+		return fmt.Errorf("coll: shm: rank %d's call (%v of %v, root %d) is not this rank's (%v of %v, root %d): %w",
+			q, Kind(got>>32), dtype.Type(got>>40), got>>48, Kind(want>>32), dtype.Type(want>>40), want>>48, ErrCount)
+	}
+	gb, wb := uint32(got), uint32(want)
+	if gb > wb {
+		return fmt.Errorf("coll: %v: rank %d contributes %d bytes, this rank's buffer takes %d: %w", Kind(want>>32), q, gb, wb, g.truncate)
+	}
+	return fmt.Errorf("coll: %v: rank %d contributes %d bytes, this rank expects %d: %w", Kind(want>>32), q, gb, wb, ErrCount)
+}

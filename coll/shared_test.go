@@ -1,0 +1,213 @@
+package coll_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gompix/gompix/coll"
+	"github.com/gompix/gompix/coll/colltest"
+	"github.com/gompix/gompix/internal/dtype"
+)
+
+// withShared gives every rank's State of a colltest world the same
+// segment.
+func withShared(seg []byte, slot, p int) func(*coll.State) error {
+	return func(s *coll.State) error {
+		return s.SetShared(coll.Shared{Mem: seg, Slot: slot, Oversubscribed: p > runtime.GOMAXPROCS(0),
+			Truncate: colltest.ErrTruncate})
+	}
+}
+
+// TestSharedSequence runs long sequences of collectives of every kind on
+// one State per rank with a shared segment: the calls that fit run in it
+// (their slots reused many times over, roots running ahead of the others),
+// the others, and the nonblocking ones, as schedules in between; ranks are
+// delayed at random. Every result is checked against the reference.
+func TestSharedSequence(t *testing.T) {
+	calls := 300
+	if testing.Short() {
+		calls = 60
+	}
+	for _, p := range []int{2, 3, 4, 7} {
+		t.Run(fmt.Sprint(p), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(p), 21))
+			const slot = 512 // most small calls fit; larger ones take the schedules
+			kinds := coll.Kinds()
+			cases := make([]*tcase, calls)
+			nonblocking := make([]bool, calls)
+			for i := range cases {
+				k := kinds[r.IntN(len(kinds))]
+				if r.IntN(2) == 0 { // mostly the shared-memory kinds
+					k = []coll.Kind{coll.Barrier, coll.Bcast, coll.Reduce, coll.Allreduce, coll.Allgather, coll.Alltoall}[r.IntN(6)]
+				}
+				cases[i] = genCase(r, k, p, r.IntN(p), false)
+				nonblocking[i] = r.IntN(8) == 0
+			}
+			delays := make([][]time.Duration, p)
+			for rk := range delays {
+				delays[rk] = make([]time.Duration, calls)
+				for i := range delays[rk] {
+					if r.IntN(10) == 0 {
+						delays[rk][i] = time.Duration(r.IntN(200)) * time.Microsecond
+					}
+				}
+			}
+			seg := sharedMem(p, slot)
+			w := colltest.NewWorld(p)
+			err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+				rk := cm.Rank()
+				s := coll.NewState(cm, perRank(nil))
+				if err := withShared(seg, slot, p)(s); err != nil {
+					return err
+				}
+				for i, c := range cases {
+					time.Sleep(delays[rk][i])
+					b := &c.bufs[rk]
+					if nonblocking[i] {
+						req, err := c.start(s, rk, b)
+						if err == nil {
+							err = req.Wait()
+						}
+						if err != nil {
+							return fmt.Errorf("call %d (nonblocking) %s: %w", i, c.desc, err)
+						}
+						continue
+					}
+					if err := c.block(s, rk, b); err != nil {
+						return fmt.Errorf("call %d %s: %w", i, c.desc, err)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range cases {
+				for rk, b := range c.bufs {
+					if !sameResult(c.t, b.full, b.want) {
+						t.Fatalf("call %d %s: rank %d: %s", i, c.desc, rk, diff(b.full, b.want))
+					}
+				}
+			}
+			if u, pend := w.Pending(); u != 0 || pend != 0 {
+				t.Fatalf("%d unmatched messages, %d unmatched receives left", u, pend)
+			}
+		})
+	}
+}
+
+// TestSharedMismatch: calls that disagree (MPI makes them erroneous) fail
+// with the schedules' error classes on the ranks that can see it, and the
+// segment keeps working for the calls after them.
+func TestSharedMismatch(t *testing.T) {
+	const p, slot = 3, 256
+	seg := sharedMem(p, slot)
+	w := colltest.NewWorld(p)
+	errs := make([][]error, p)
+	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+		rk := cm.Rank()
+		s := coll.NewState(cm, perRank(nil))
+		if err := withShared(seg, slot, p)(s); err != nil {
+			return err
+		}
+		count := func(root, other int) int {
+			if rk == 0 {
+				return root
+			}
+			return other
+		}
+		var got []error
+		// Bcast from 0: a longer contribution truncates, a shorter one is a
+		// count error.
+		n := count(8, 4)
+		got = append(got, s.Bcast(make([]byte, 8), n, dtype.Byte, 0))
+		n = count(4, 8)
+		got = append(got, s.Bcast(make([]byte, 8), n, dtype.Byte, 0))
+		// Another root: rank 0 waits for rank 1, which waits for rank 0.
+		got = append(got, s.Bcast(make([]byte, 8), 8, dtype.Byte, count(1, 0)))
+		// Allreduce of different counts.
+		n = count(2, 3)
+		got = append(got, s.Allreduce(make([]byte, 24), make([]byte, 24), n, dtype.Int64, coll.Builtin(dtype.Sum)))
+		// Another type of the same size.
+		ty := dtype.Int32
+		if rk == 0 {
+			ty = dtype.Float32
+		}
+		got = append(got, s.Allreduce(make([]byte, 8), make([]byte, 8), 2, ty, coll.Builtin(dtype.Sum)))
+		// A barrier against an allgather.
+		if rk == 0 {
+			got = append(got, s.Barrier())
+		} else {
+			got = append(got, s.Allgather(make([]byte, 1), make([]byte, p), 1, dtype.Byte))
+		}
+		// Then a correct call works.
+		in, out := []byte{byte(rk + 1), 0, 0, 0}, make([]byte, 4)
+		if err := s.Allreduce(in, out, 1, dtype.Int32, coll.Builtin(dtype.Sum)); err != nil {
+			return fmt.Errorf("allreduce after the mismatches: %w", err)
+		}
+		if out[0] != 6 {
+			return fmt.Errorf("allreduce after the mismatches: %v", out)
+		}
+		errs[rk] = got
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		call int
+		rank int
+		want error
+	}{
+		{0, 0, nil}, {0, 1, colltest.ErrTruncate}, {0, 2, colltest.ErrTruncate},
+		{1, 0, nil}, {1, 1, coll.ErrCount}, {1, 2, coll.ErrCount},
+		{2, 0, coll.ErrCount}, {2, 1, coll.ErrCount}, {2, 2, coll.ErrCount},
+		{3, 0, colltest.ErrTruncate}, {3, 1, coll.ErrCount},
+		{4, 0, coll.ErrCount}, {4, 1, coll.ErrCount},
+		{5, 0, coll.ErrCount}, {5, 1, coll.ErrCount},
+	} {
+		got := errs[tc.rank][tc.call]
+		if (tc.want == nil) != (got == nil) || (tc.want != nil && !errors.Is(got, tc.want)) {
+			t.Errorf("call %d rank %d: err = %v, want %v", tc.call, tc.rank, got, tc.want)
+		}
+	}
+}
+
+// TestSharedProgress: a rank waiting in the segment keeps its nonblocking
+// schedules moving (MPI's progress rule). Every rank starts a nonblocking
+// barrier; rank 0 then enters a blocking barrier (in the segment) before
+// waiting for it, the others wait for it first. Their nonblocking barrier
+// needs rank 0's part, which only its wait in the segment can advance.
+func TestSharedProgress(t *testing.T) {
+	for _, p := range []int{2, 4, 5} {
+		seg := sharedMem(p, 64)
+		w := colltest.NewWorld(p)
+		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+			s := coll.NewState(cm, perRank(nil))
+			if err := withShared(seg, 64, p)(s); err != nil {
+				return err
+			}
+			req, err := s.Ibarrier()
+			if err != nil {
+				return err
+			}
+			if cm.Rank() == 0 {
+				if err := s.Barrier(); err != nil {
+					return err
+				}
+				return req.Wait()
+			}
+			if err := req.Wait(); err != nil {
+				return err
+			}
+			return s.Barrier()
+		})
+		if err != nil {
+			t.Fatalf("%d ranks: %v", p, err)
+		}
+	}
+}
