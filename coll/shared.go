@@ -56,7 +56,7 @@ const (
 	// sharedDepth is the number of slots per rank: a rank may run this many
 	// calls minus one ahead of the slowest (a broadcast root, say) before
 	// it waits.
-	sharedDepth = 2
+	sharedDepth = 8
 	// sharedHeader is a slot's header: the sequence number, the
 	// description word, and the number of the call whose data the slot
 	// holds (a rank that arrives without data leaves it as it was).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/shm"
 	"github.com/gompix/gompix/pt2pt"
 )
 
@@ -28,6 +29,11 @@ type collRequest interface {
 type collState struct {
 	st  *coll.State
 	dev *devSpace // device collectives' space, set up by the first one
+	// shared is the shared-memory segment of the host collectives (nil:
+	// none); sharedTried, whether the first blocking collective has
+	// looked for one (setupShared).
+	shared      *shm.Segment
+	sharedTried bool
 }
 
 // engine returns c's coll.State; c.collMu is held.
@@ -338,7 +344,13 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 	c.collMu.Lock()
 	st := c.engine()
 	var cr coll.Request
-	if err = c.useSpace(st, ord, m.block); err == nil {
+	if m.block && !c.coll.sharedTried {
+		err = c.setupShared(st)
+	}
+	if err == nil {
+		err = c.useSpace(st, ord, m.block)
+	}
+	if err == nil {
 		st.SetCallStream(m.stream)
 		st.SetCallBlocking(m.block)
 		cr, err = f(st)

@@ -103,5 +103,8 @@ func (c *Comm) Free() error {
 	if err := c.closeDevice(); err != nil {
 		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
 	}
+	if err := c.closeShared(); err != nil {
+		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
+	}
 	return c.pc.Free()
 }

@@ -143,6 +143,7 @@ func start() (*state, error) {
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = env.Node
 	oneNode = env.LocalSize == env.Size
+	nodeOversubscribed = oversubscribed
 	if underLauncher && env.Size > 1 {
 		settleScheduler(settle)
 	}

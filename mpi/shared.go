@@ -1,0 +1,166 @@
+package mpi
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/gompix/gompix/coll"
+	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/shm"
+	"github.com/gompix/gompix/pt2pt"
+)
+
+// Shared-memory collectives: every communicator whose ranks all run on
+// this node gets a memory segment they all map (internal/shm), made at its
+// first blocking collective, and its short blocking barriers, bcasts,
+// reduces, allreduces, allgathers and alltoalls on host buffers run there
+// (coll's "shm" algorithms, shared.go) instead of as messages.
+
+var cfgShmMax = config.NewInt("GOMPIX_SHM_MAX", 16<<10,
+	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages). Every rank must have the same value")
+
+// nodeOversubscribed reports whether this node runs more ranks than it has
+// cores (set by Init): a rank waiting in a shared-memory collective then
+// gives its core away early.
+var nodeOversubscribed bool
+
+// setupShared makes c's segment. It runs at c's first blocking collective,
+// which is the same call on every rank (MPI orders a communicator's
+// collectives alike everywhere, and a blocking one matches only a blocking
+// one), before that call and with c.collMu held: rank 0 creates the
+// segment and sends its name to every rank, every rank maps it, rank 0
+// tells all whether every rank did (sharedAgree), then removes the name (the memory
+// lives until the last rank unmaps it or exits). A rank that cannot map it
+// makes the whole communicator go without, with no error: its collectives
+// run as messages.
+func (c *Comm) setupShared(st *coll.State) error {
+	c.coll.sharedTried = true
+	slot, err := cfgShmMax.Get()
+	if err != nil {
+		return err
+	}
+	p := c.Size()
+	if slot <= 0 || p < 2 || !oneNode {
+		return nil
+	}
+	size := coll.SharedSize(p, slot)
+	var name [256]byte
+	var seg *shm.Segment
+	if c.Rank() == 0 {
+		if seg, err = shm.Create(fmt.Sprintf("gompix-%d", os.Getpid()), size); err == nil && len(seg.Name()) < len(name) {
+			copy(name[:], seg.Name())
+		}
+	}
+	all, err := c.sharedAgree(st.ReserveTag(), name[:], func() bool {
+		if c.Rank() != 0 && name[0] != 0 {
+			seg, _ = shm.Open(string(name[:clen(name[:])]), size)
+		}
+		return seg != nil && name[0] != 0
+	})
+	if c.Rank() == 0 && seg != nil {
+		_ = seg.Unlink()
+	}
+	if err != nil || !all {
+		closeSegment(seg)
+		return err
+	}
+	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Oversubscribed: nodeOversubscribed,
+		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate}); err != nil {
+		closeSegment(seg)
+		return err
+	}
+	c.coll.shared = seg
+	return nil
+}
+
+// sharedAgree is setupShared's exchange, in messages on c's collective
+// context with the reserved collective tag tag (not through coll's
+// collectives, which an algorithm forced to "shm" would turn into a
+// warning here): rank 0 sends name to every rank, each runs mapped and
+// answers whether it succeeded, and rank 0 tells all whether every rank
+// did.
+func (c *Comm) sharedAgree(tag int, name []byte, mapped func() bool) (bool, error) {
+	cm := collComm{c.pc}
+	var ok, all [1]byte
+	var pin runtime.Pinner
+	pin.Pin(&name[0])
+	pin.Pin(&ok[0])
+	pin.Pin(&all[0])
+	defer pin.Unpin()
+	xfer := func(send bool, buf []byte, peer int) error {
+		var r coll.Request
+		var err error
+		if send {
+			r, err = cm.Isend(buf, peer, tag)
+		} else {
+			r, err = cm.Irecv(buf, peer, tag)
+		}
+		if err != nil {
+			return err
+		}
+		return r.Wait()
+	}
+	if c.Rank() != 0 {
+		if err := xfer(false, name, 0); err != nil {
+			return false, err
+		}
+		if mapped() {
+			ok[0] = 1
+		}
+		if err := xfer(true, ok[:], 0); err != nil {
+			return false, err
+		}
+		err := xfer(false, all[:], 0)
+		return all[0] == 1, err
+	}
+	for q := 1; q < c.Size(); q++ {
+		if err := xfer(true, name, q); err != nil {
+			return false, err
+		}
+	}
+	all[0] = 0
+	if mapped() {
+		all[0] = 1
+	}
+	for q := 1; q < c.Size(); q++ {
+		if err := xfer(false, ok[:], q); err != nil {
+			return false, err
+		}
+		all[0] &= ok[0]
+	}
+	for q := 1; q < c.Size(); q++ {
+		if err := xfer(true, all[:], q); err != nil {
+			return false, err
+		}
+	}
+	return all[0] == 1, nil
+}
+
+// closeShared unmaps c's segment (Free).
+func (c *Comm) closeShared() error {
+	c.collMu.Lock()
+	defer c.collMu.Unlock()
+	seg := c.coll.shared
+	c.coll.shared = nil
+	if seg == nil {
+		return nil
+	}
+	return seg.Close()
+}
+
+func closeSegment(s *shm.Segment) {
+	if s != nil {
+		_ = s.Close()
+	}
+}
+
+// clen is the length of the NUL-terminated string in b.
+func clen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
