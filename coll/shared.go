@@ -100,7 +100,7 @@ type Shared struct {
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
 // then yield the processor between polls, then sleep between polls.
 const (
-	sharedSpin      = 1 << 14 // about 20-50 µs of loads
+	sharedSpin      = 1 << 11 // a few µs of loads
 	sharedSpinOver  = 64      // oversubscribed: the peer needs this core
 	sharedYields    = 2000    // about 1 ms of sched_yield calls
 	sharedSleep     = 20 * time.Microsecond
