@@ -29,8 +29,8 @@ import (
 //
 // Layout: rank q owns sharedDepth slots, each a 24-byte header (the
 // sequence number, the call's description: bytes, kind, type, root, and
-// the number of the call the data belongs to) followed by up to Shared.Slot bytes of data; call n uses slot n mod
-// sharedDepth. A rank arrives at call n by storing n in its slot's header
+// the number of the call the data belongs to) followed by up to
+// Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank arrives at call n by storing n in its slot's header
 // (after the data, if it writes any), and only after it has finished
 // reading everything of call n-1; so a rank that finds a peer's header at
 // m knows the peer is done with calls before m. Before writing its slot
@@ -86,6 +86,10 @@ type Shared struct {
 	// Slot is the largest contribution that runs in the segment, in bytes
 	// (a rank's whole send buffer for alltoall).
 	Slot int
+	// Auto bounds each collective further by where the segment was
+	// measured to beat messages (sharedAuto; SharedAutoSlot is the Slot
+	// those bounds need).
+	Auto bool
 	// Oversubscribed: ranks outnumber cores, so a waiting rank gives its
 	// core away (Yield) after a short spin instead of a long one.
 	Oversubscribed bool
@@ -111,7 +115,6 @@ const (
 type shared struct {
 	mem      []byte
 	p, r     int
-	slot     int
 	stride   int
 	n        uint64   // calls run in the segment
 	known    []uint64 // known[q]: a call rank q is known to have arrived at
@@ -120,7 +123,49 @@ type shared struct {
 	yield    func()
 	truncate error
 	prog     *Progress
-	allowed  [numKinds]bool // kinds whose algorithm is not forced to something else
+	limit    [numKinds]int // largest slot contribution per kind; -1: the kind's algorithm is forced to something else
+}
+
+// sharedAuto is the largest slot contribution of kind k that runs in the
+// segment by default (Shared.Auto) on p ranks. The segment costs a copy
+// in and a copy out where the transport's rendezvous copies once (CMA),
+// but saves its handshakes, and every rank reads the root's or its peers'
+// slots at once where messages go one after another. Measured with OSU
+// (docs/performance-host.md, session 10): 2 ranks, a core each (the GPU
+// machine and the 2-core machine): the segment won up to 16 KiB and was
+// level or behind from 32 KiB. 4 ranks with a core each (the GPU machine,
+// 2 rounds against messages and Open MPI): bcast, reduce and allgather
+// won at every size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with
+// messages, 1 MiB 233-245 against 285-293; allgather 1 MiB 546-561
+// against 715-731), allreduce to 64 KiB (31 against 39-42; level at 128
+// KiB, behind above: each rank reads and reduces every contribution),
+// alltoall to 16 KiB blocks (10-12 against 17-18). Ranks outnumbering
+// cores (4 on the 2-core machine): won for every kind to 64 KiB (allreduce
+// 43-56 against 70-92 µs, allgather 40 against 73-77, alltoall 64 KiB
+// blocks 52 against 60 for Open MPI).
+func sharedAuto(k Kind, p int, oversubscribed bool) int {
+	switch {
+	case oversubscribed:
+		return 256 << 10
+	case p <= 2:
+		return 16 << 10
+	}
+	switch k {
+	case Allreduce:
+		return 64 << 10
+	case Alltoall:
+		return p * (16 << 10)
+	}
+	return 1 << 20
+}
+
+// SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
+func SharedAutoSlot(p int, oversubscribed bool) int {
+	n := 0
+	for k := range numKinds {
+		n = max(n, sharedAuto(k, p, oversubscribed))
+	}
+	return n
 }
 
 // SetShared gives the State a shared-memory segment (see Shared); calls
@@ -137,7 +182,7 @@ func (s *State) SetShared(sh Shared) error {
 	case uintptr(unsafe.Pointer(unsafe.SliceData(sh.Mem)))%sharedLine != 0:
 		return fmt.Errorf("coll: shared segment not %d-byte aligned: %w", sharedLine, ErrBuffer)
 	}
-	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), slot: sh.Slot, stride: slotStride(sh.Slot),
+	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
 		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate, prog: s.prog}
 	if sh.Oversubscribed {
 		g.spin = sharedSpinOver
@@ -149,8 +194,13 @@ func (s *State) SetShared(sh Shared) error {
 		g.truncate = ErrCount
 	}
 	for k := range numKinds {
-		f := s.cfg.force[k]
-		g.allowed[k] = f == "" || f == SharedName
+		g.limit[k] = sh.Slot
+		if sh.Auto {
+			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
+		}
+		if f := s.cfg.force[k]; f != "" && f != SharedName {
+			g.limit[k] = -1
+		}
 	}
 	s.sh = g
 	return nil
@@ -158,10 +208,11 @@ func (s *State) SetShared(sh Shared) error {
 
 // sharedFits reports whether a call of kind k that writes w bytes into its
 // slot runs in the segment: one is set, the call is blocking, on the host,
-// not on a stream, fits, and the kind's algorithm is not forced elsewhere.
+// not on a stream, within the kind's limit (which a forced algorithm
+// other than shm makes -1).
 func (s *State) sharedFits(k Kind, w int) bool {
 	g := s.sh
-	return g != nil && (s.blocking || s.sync) && !s.onDev && s.stream == 0 && w <= g.slot && g.allowed[k]
+	return g != nil && (s.blocking || s.sync) && !s.onDev && s.stream == 0 && w <= g.limit[k]
 }
 
 // done is the Request of a call that completed inside its start.

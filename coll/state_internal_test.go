@@ -3,6 +3,7 @@ package coll
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/gompix/gompix/internal/dtype"
 )
@@ -13,6 +14,11 @@ func (nullComm) Rank() int                                        { return 0 }
 func (nullComm) Size() int                                        { return 1 }
 func (nullComm) Isend(buf []byte, dest, tag int) (Request, error) { panic("unused") }
 func (nullComm) Irecv(buf []byte, src, tag int) (Request, error)  { panic("unused") }
+
+// fourRanks is rank 0 of 4, sending nothing.
+type fourRanks struct{ nullComm }
+
+func (fourRanks) Size() int { return 4 }
 
 // Tags stay in [0, 2^24) and wrap after 2^24 collectives.
 func TestTagWrap(t *testing.T) {
@@ -149,5 +155,52 @@ func TestPlanKeyMatches(t *testing.T) {
 	}
 	if !cached.matches(base.kind, base.t, base.op, base.count, base.root, base.inPlace, false) {
 		t.Error("a key does not match its own call")
+	}
+}
+
+// The measured defaults of the shared-memory segment (sharedAuto), as
+// SetShared applies them: per collective and rank count, bounded by the
+// slot, and off for a collective forced to another algorithm.
+func TestSharedAutoLimits(t *testing.T) {
+	if got := SharedAutoSlot(2, false); got != 16<<10 {
+		t.Errorf("SharedAutoSlot(2) = %d", got)
+	}
+	if got := SharedAutoSlot(4, false); got != 1<<20 {
+		t.Errorf("SharedAutoSlot(4) = %d", got)
+	}
+	if got := SharedAutoSlot(4, true); got != 256<<10 {
+		t.Errorf("SharedAutoSlot(4, oversubscribed) = %d", got)
+	}
+	lookup := func(name string) (string, bool) {
+		if name == Reduce.VarName() {
+			return "binomial", true
+		}
+		return "", false
+	}
+	s := NewState(fourRanks{}, &Options{Lookup: lookup})
+	slot := SharedAutoSlot(4, false)
+	mem := make([]byte, SharedSize(4, slot)+64)
+	off := (64 - int(uintptr(unsafe.Pointer(&mem[0]))%64)) % 64
+	if err := s.SetShared(Shared{Mem: mem[off:], Slot: slot, Auto: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.sync = true
+	for _, tc := range []struct {
+		k    Kind
+		w    int
+		want bool
+	}{
+		{Barrier, 0, true}, {Bcast, 1 << 20, true}, {Bcast, 1<<20 + 1, false},
+		{Allgather, 1 << 20, true}, {Allreduce, 64 << 10, true}, {Allreduce, 64<<10 + 1, false},
+		{Alltoall, 64 << 10, true}, {Alltoall, 64<<10 + 1, false},
+		{Reduce, 8, false}, // forced to binomial
+	} {
+		if got := s.sharedFits(tc.k, tc.w); got != tc.want {
+			t.Errorf("sharedFits(%v, %d) = %v, want %v", tc.k, tc.w, got, tc.want)
+		}
+	}
+	s.sync = false
+	if s.sharedFits(Bcast, 8) {
+		t.Error("a nonblocking call fits the segment")
 	}
 }

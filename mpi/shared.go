@@ -18,36 +18,24 @@ import (
 // (coll's "shm" algorithms, shared.go) instead of as messages.
 
 var cfgShmMax = config.NewInt("GOMPIX_SHM_MAX", -1,
-	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses: 16384, or 262144 when ranks outnumber cores (bounded so that a segment stays within 64 MiB). Every rank must have the same value")
+	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses by collective, ranks and cores, where the segment was measured to win (coll's sharedAuto: 16 KiB on 2 ranks; on more, 1 MiB for bcast, reduce and allgather, 64 KiB for allreduce, 16 KiB blocks for alltoall; 256 KiB when ranks outnumber cores), bounded so that a segment stays within 64 MiB. Every rank must have the same value")
 
-// Defaults of GOMPIX_SHM_MAX. With a core per rank, the transport's
-// single copy (CMA) beats the segment's two from 32 KiB up (2 ranks on
-// the 2-core machine, 64 KiB: allreduce 12 against 19-24 µs, bcast 8
-// against 12-13); with ranks outnumbering cores, every message costs
-// scheduling, and the segment won to 64 KiB (4 ranks: allreduce 43-56
-// against 70-92 µs, allgather 40 against 73-77, alltoall 16 KiB 22-28
-// against 165-200) (docs/performance-host.md, session 10).
-const (
-	shmMaxDefault      = 16 << 10
-	shmMaxOversub      = 256 << 10
-	shmSegmentMaxBytes = 64 << 20
-)
+// shmSegmentMaxBytes bounds a segment's size (its pages are taken only as
+// calls touch them).
+const shmSegmentMaxBytes = 64 << 20
 
-// shmSlot is the slot size for a communicator of p ranks: GOMPIX_SHM_MAX,
-// or its default, bounded by shmSegmentMaxBytes.
-func shmSlot(p int) (int, error) {
-	slot, err := cfgShmMax.Get()
+// shmSlot is the slot size for a communicator of p ranks, GOMPIX_SHM_MAX or
+// coll's measured defaults (auto), bounded by shmSegmentMaxBytes.
+func shmSlot(p int) (slot int, auto bool, err error) {
+	slot, err = cfgShmMax.Get()
 	if err != nil || slot >= 0 {
-		return slot, err
+		return slot, false, err
 	}
-	slot = shmMaxDefault
-	if nodeOversubscribed {
-		slot = shmMaxOversub
-	}
+	slot = coll.SharedAutoSlot(p, nodeOversubscribed)
 	for slot > 64 && coll.SharedSize(p, slot) > shmSegmentMaxBytes {
 		slot /= 2
 	}
-	return slot, nil
+	return slot, true, nil
 }
 
 // nodeOversubscribed reports whether this node runs more ranks than it has
@@ -67,7 +55,7 @@ var nodeOversubscribed bool
 func (c *Comm) setupShared(st *coll.State) error {
 	c.coll.sharedTried = true
 	p := c.Size()
-	slot, err := shmSlot(p)
+	slot, auto, err := shmSlot(p)
 	if err != nil {
 		return err
 	}
@@ -95,7 +83,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 		closeSegment(seg)
 		return err
 	}
-	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Oversubscribed: nodeOversubscribed,
+	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Auto: auto, Oversubscribed: nodeOversubscribed,
 		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate}); err != nil {
 		closeSegment(seg)
 		return err
