@@ -7,7 +7,8 @@
 //
 // coll sits above point-to-point and below package mpi (DESIGN.md §1). It
 // defines the interface it consumes (Comm, Request) and imports only
-// internal/dtype and the standard library; the pt2pt engine and the
+// internal/dtype, internal/config, internal/shm (the release store of the
+// shared-memory collectives) and the standard library; the pt2pt engine and the
 // in-process transport of coll/colltest implement Comm. Device memory plugs
 // in through a second Space (SetDevice, UseDevice): its Mem runs the local
 // steps as device kernels and its Comm posts device-memory messages, and
@@ -33,6 +34,15 @@
 // copy and scale steps go through the active Space's Mem; that is where
 // device memory and the device reduction kernels attach. For device calls
 // the byte slices are views of device memory that nothing here reads.
+//
+// Ranks of one node can also share memory: given a segment that every rank
+// maps (SetShared; package mpi makes one per node-local communicator), a
+// short blocking barrier, bcast, reduce, allreduce, allgather or alltoall
+// on host buffers runs there, each rank writing its contribution into a
+// slot of its own and reading its peers' in place, without messages
+// (shared.go and the *_shm.go algorithms, catalog name "shm"). Those are
+// not schedules: they run inside the call, and only blocking calls use
+// them (MPI never matches a blocking collective with a nonblocking one).
 //
 // A catalog (Catalog) lists the algorithms with their restrictions; Select
 // picks one from the collective, the message size, the number of ranks and

@@ -18,11 +18,12 @@ import (
 // (coll's "shm" algorithms, shared.go) instead of as messages.
 
 var cfgShmMax = config.NewInt("GOMPIX_SHM_MAX", -1,
-	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses by collective, ranks and cores, where the segment was measured to win (coll's sharedAuto: 16 KiB on 2 ranks; on more, 1 MiB for bcast, reduce and allgather, 64 KiB for allreduce, 16 KiB blocks for alltoall; 256 KiB when ranks outnumber cores), bounded so that a segment stays within 64 MiB. Every rank must have the same value")
+	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses by collective, ranks and cores, where the segment was measured to win (coll's sharedAuto: 16 KiB on 2 ranks; on more, 1 MiB for bcast, reduce and allgather, 64 KiB for allreduce, 16 KiB blocks for alltoall; 256 KiB when ranks outnumber cores), bounded so that a segment stays within 16 MiB. Every rank must have the same value")
 
-// shmSegmentMaxBytes bounds a segment's size (its pages are taken only as
-// calls touch them).
-const shmSegmentMaxBytes = 64 << 20
+// shmSegmentMaxBytes bounds a segment's size (memory taken when the
+// communicator's first blocking collective makes it: 16 MiB for 4 ranks
+// with a core each, 8 MiB for 4 on 2 cores, 256 KiB for 2).
+const shmSegmentMaxBytes = 16 << 20
 
 // shmSlot is the slot size for a communicator of p ranks, GOMPIX_SHM_MAX or
 // coll's measured defaults (auto), bounded by shmSegmentMaxBytes.

@@ -5,6 +5,7 @@ package shm
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,9 +32,18 @@ func Create(prefix string, size int) (*Segment, error) {
 		return nil, fmt.Errorf("shm: %w", err)
 	}
 	defer f.Close()
-	if err := f.Truncate(int64(size)); err != nil {
+	// Allocated now, not as pages are first touched: a memory file system
+	// that fills up (a container's small /dev/shm) then fails here, where
+	// the caller can do without, instead of killing the process with
+	// SIGBUS at a later store.
+	// (A file system without fallocate gets the file's size alone.)
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(size))
+	if errors.Is(err, syscall.EOPNOTSUPP) {
+		err = f.Truncate(int64(size))
+	}
+	if err != nil {
 		os.Remove(name)
-		return nil, fmt.Errorf("shm: %w", err)
+		return nil, fmt.Errorf("shm: allocating %d bytes in %s: %w", size, Dir, err)
 	}
 	mem, err := mapFile(f, size)
 	if err != nil {
