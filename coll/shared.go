@@ -30,10 +30,11 @@ import (
 // Layout: rank q owns sharedDepth slots, each a 24-byte header (the
 // sequence number, the call's description: bytes, kind, type, root, and
 // the number of the call the data belongs to) followed by up to
-// Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank arrives at call n by storing n in its slot's header
-// (after the data, if it writes any), and only after it has finished
-// reading everything of call n-1; so a rank that finds a peer's header at
-// m knows the peer is done with calls before m. Before writing its slot
+// Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank
+// arrives at call n by storing n in its slot's header (after the data,
+// if it writes any), and only after it has finished reading everything
+// of call n-1; so a rank that finds a peer's header at m knows the peer
+// is done with calls before m. Before writing its slot
 // for call n, a rank waits until every peer has arrived at call
 // n-sharedDepth+1 (which most calls have already seen): nobody still reads
 // the data that slot held for call n-sharedDepth. A rank is therefore at
@@ -194,12 +195,15 @@ func (s *State) SetShared(sh Shared) error {
 		g.truncate = ErrCount
 	}
 	for k := range numKinds {
-		g.limit[k] = sh.Slot
-		if sh.Auto {
-			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
-		}
-		if f := s.cfg.force[k]; f != "" && f != SharedName {
+		switch f := s.cfg.force[k]; {
+		case f == SharedName: // forced: whatever fits
+			g.limit[k] = sh.Slot
+		case f != "": // forced elsewhere
 			g.limit[k] = -1
+		case sh.Auto:
+			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
+		default:
+			g.limit[k] = sh.Slot
 		}
 	}
 	s.sh = g

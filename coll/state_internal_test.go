@@ -172,8 +172,11 @@ func TestSharedAutoLimits(t *testing.T) {
 		t.Errorf("SharedAutoSlot(4, oversubscribed) = %d", got)
 	}
 	lookup := func(name string) (string, bool) {
-		if name == Reduce.VarName() {
+		switch name {
+		case Reduce.VarName():
 			return "binomial", true
+		case Allreduce.VarName():
+			return SharedName, true
 		}
 		return "", false
 	}
@@ -191,7 +194,8 @@ func TestSharedAutoLimits(t *testing.T) {
 		want bool
 	}{
 		{Barrier, 0, true}, {Bcast, 1 << 20, true}, {Bcast, 1<<20 + 1, false},
-		{Allgather, 1 << 20, true}, {Allreduce, 64 << 10, true}, {Allreduce, 64<<10 + 1, false},
+		{Allgather, 1 << 20, true}, {Allgather, 1<<20 + 1, false},
+		{Allreduce, 1 << 20, true}, {Allreduce, 1<<20 + 1, false}, // forced to shm: the slot bounds it
 		{Alltoall, 64 << 10, true}, {Alltoall, 64<<10 + 1, false},
 		{Reduce, 8, false}, // forced to binomial
 	} {
@@ -202,5 +206,14 @@ func TestSharedAutoLimits(t *testing.T) {
 	s.sync = false
 	if s.sharedFits(Bcast, 8) {
 		t.Error("a nonblocking call fits the segment")
+	}
+	// Not forced: allreduce by its measured bound.
+	s = NewState(fourRanks{}, &Options{Lookup: func(string) (string, bool) { return "", false }})
+	if err := s.SetShared(Shared{Mem: mem[off:], Slot: slot, Auto: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.sync = true
+	if !s.sharedFits(Allreduce, 64<<10) || s.sharedFits(Allreduce, 64<<10+1) {
+		t.Errorf("allreduce on 4 ranks: 64 KiB fits %v, one byte more %v", s.sharedFits(Allreduce, 64<<10), s.sharedFits(Allreduce, 64<<10+1))
 	}
 }

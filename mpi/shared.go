@@ -49,10 +49,10 @@ var nodeOversubscribed bool
 // collectives alike everywhere, and a blocking one matches only a blocking
 // one), before that call and with c.collMu held: rank 0 creates the
 // segment and sends its name to every rank, every rank maps it, rank 0
-// tells all whether every rank did (sharedAgree), then removes the name (the memory
-// lives until the last rank unmaps it or exits). A rank that cannot map it
-// makes the whole communicator go without, with no error: its collectives
-// run as messages.
+// tells all whether every rank did (sharedAgree), then removes the name
+// (the memory lives until the last rank unmaps it or exits). A rank that
+// cannot map it makes the whole communicator go without, with no error:
+// its collectives run as messages.
 func (c *Comm) setupShared(st *coll.State) error {
 	c.coll.sharedTried = true
 	p := c.Size()
