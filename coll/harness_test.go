@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"testing"
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/dtype"
@@ -194,3 +195,16 @@ type tcase struct {
 
 func f32bits(f float64) uint32 { return math.Float32bits(float32(f)) }
 func f64bits(f float64) uint64 { return math.Float64bits(f) }
+
+// checkCases fails t at the first receive buffer of cases (run in order
+// on one world) that differs from its reference; what names the run.
+func checkCases(t testing.TB, what string, cases []*tcase) {
+	t.Helper()
+	for i, c := range cases {
+		for rk, b := range c.bufs {
+			if !sameResult(c.t, b.full, b.want) {
+				t.Fatalf("%scall %d, %s: rank %d: %s", what, i, c.desc, rk, diff(b.full, b.want))
+			}
+		}
+	}
+}

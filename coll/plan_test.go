@@ -245,12 +245,6 @@ func TestRepeatedShapesOnOneState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, c := range cases {
-			for rk, b := range c.bufs {
-				if !sameResult(c.t, b.full, b.want) {
-					t.Fatalf("outside=%v call %d, %s: rank %d: %s", outside, i, c.desc, rk, diff(b.full, b.want))
-				}
-			}
-		}
+		checkCases(t, fmt.Sprintf("outside=%v ", outside), cases)
 	}
 }

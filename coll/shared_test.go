@@ -86,13 +86,7 @@ func TestSharedSequence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, c := range cases {
-				for rk, b := range c.bufs {
-					if !sameResult(c.t, b.full, b.want) {
-						t.Fatalf("call %d %s: rank %d: %s", i, c.desc, rk, diff(b.full, b.want))
-					}
-				}
-			}
+			checkCases(t, "", cases)
 			if u, pend := w.Pending(); u != 0 || pend != 0 {
 				t.Fatalf("%d unmatched messages, %d unmatched receives left", u, pend)
 			}
