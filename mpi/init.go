@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ var (
 		"longest single sleep on the event fd (a backstop; a completion wakes sleepers at once)")
 	cfgWireupTimeout = config.NewDuration("GOMPIX_WIREUP_TIMEOUT", 60*time.Second,
 		"how long Init waits for the launcher's key-value store and for every rank to arrive")
+	cfgBind = config.NewString("GOMPIX_BIND", "auto",
+		"auto: under gompirun, with no more ranks on the node than cores, Init binds the thread that called it (locked to its goroutine) to one core per local rank, as mpirun binds ranks; none: no binding")
 	cfgFastCalls = config.NewInt("GOMPIX_UCX_FASTCALL", 1,
 		"1: the per-message calls into UCX go through ucxbind's trampoline on a C stack (amd64); 0: through cgo, as every other call (docs/ucx-in-go.md, \"Fast calls\")")
 )
@@ -93,6 +96,10 @@ func start() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	bind := strings.ToLower(cfgBind.Get())
+	if bind != "auto" && bind != "none" {
+		return nil, fmt.Errorf("config: GOMPIX_BIND=%q: want auto or none", cfgBind.Raw())
+	}
 	fast, err := cfgFastCalls.Get()
 	if err != nil {
 		return nil, err
@@ -145,6 +152,9 @@ func start() (*state, error) {
 	oneNode = env.LocalSize == env.Size
 	nodeOversubscribed = oversubscribed
 	if underLauncher && env.Size > 1 {
+		if bind == "auto" && !oversubscribed {
+			bindRank(env.LocalRank, env.LocalSize)
+		}
 		settleScheduler(settle)
 	}
 	return s, nil

@@ -38,12 +38,13 @@ var allowed = map[string][]string{
 	"kernels":          {"internal/dtype", "internal/cudadrv"},
 	// ucxbind/internal/cstack is ucxbind's Go-assembly half (a cgo
 	// package cannot hold Go assembly); it imports nothing.
-	"ucxbind":         {"ucxbind/internal/"},
-	"internal/dtype":  {},
-	"internal/config": {},
-	"internal/spin":   {},
-	"internal/lock":   {},
-	"internal/shm":    {},
+	"ucxbind":          {"ucxbind/internal/"},
+	"internal/dtype":   {},
+	"internal/config":  {},
+	"internal/spin":    {},
+	"internal/lock":    {},
+	"internal/shm":     {},
+	"internal/cpubind": {},
 }
 
 // cgoAllowed are the only packages that may say import "C".

@@ -1,0 +1,62 @@
+//go:build linux
+
+package cpubind
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// maskWords bounds the CPUs this package handles (1024).
+const maskWords = 16
+
+// Allowed returns the CPUs the calling thread may run on, in increasing
+// order.
+func Allowed() ([]int, error) {
+	var mask [maskWords]uint64
+	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+	if e != 0 {
+		return nil, e
+	}
+	var cpus []int
+	for w, bits := range mask {
+		for b := range 64 {
+			if bits&(1<<b) != 0 {
+				cpus = append(cpus, w*64+b)
+			}
+		}
+	}
+	return cpus, nil
+}
+
+// BindThread restricts the calling OS thread to cpu. The caller must have
+// locked its goroutine to the thread (runtime.LockOSThread), or the
+// binding applies to whatever goroutines the thread runs next.
+func BindThread(cpu int) error {
+	if cpu < 0 || cpu >= maskWords*64 {
+		return syscall.EINVAL
+	}
+	var mask [maskWords]uint64
+	mask[cpu/64] = 1 << (cpu % 64)
+	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// SetAllowed restores the calling thread's mask to cpus.
+func SetAllowed(cpus []int) error {
+	var mask [maskWords]uint64
+	for _, c := range cpus {
+		if c < 0 || c >= maskWords*64 {
+			return syscall.EINVAL
+		}
+		mask[c/64] |= 1 << (c % 64)
+	}
+	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
