@@ -1,17 +1,12 @@
 package mpi
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/gompix/gompix/internal/cpubind"
-	"github.com/gompix/gompix/launcher"
 )
 
 func init() { scenarios["bind"] = bindScenario }
@@ -55,22 +50,7 @@ func TestBind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process runs skipped in -short mode")
 	}
-	t.Run("bad value", func(t *testing.T) {
-		var out, errb bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		code, err := launcher.Run(ctx, launcher.Config{
-			NP: 1, Program: os.Args[0], Args: []string{"-test.run=^$"},
-			Env:     []string{childEnv + "=bind", "GOMPIX_BIND=sockets"},
-			Timeout: 50 * time.Second, Stdout: &out, Stderr: &errb,
-		})
-		if err == nil && code == 0 {
-			t.Fatal("Init accepted GOMPIX_BIND=sockets")
-		}
-		if !strings.Contains(errb.String(), "GOMPIX_BIND") {
-			t.Fatalf("exit %d, %v; stderr does not name the variable:\n%s", code, err, errb.String())
-		}
-	})
+	t.Run("bad value", func(t *testing.T) { badValueFailsInit(t, "bind", "GOMPIX_BIND", "sockets") })
 	allowed, err := cpubind.Allowed()
 	if err != nil {
 		t.Skip(err)

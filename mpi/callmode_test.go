@@ -41,20 +41,25 @@ func TestUCXCallModes(t *testing.T) {
 			runJob(t, "ucx-call-mode", 2)
 		})
 	}
-	t.Run("bad value", func(t *testing.T) {
-		var out, errb bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		code, err := launcher.Run(ctx, launcher.Config{
-			NP: 1, Program: os.Args[0], Args: []string{"-test.run=^$"},
-			Env:     []string{childEnv + "=ucx-call-mode", "GOMPIX_UCX_FASTCALL=2"},
-			Timeout: 50 * time.Second, Stdout: &out, Stderr: &errb,
-		})
-		if err == nil && code == 0 {
-			t.Fatal("Init accepted GOMPIX_UCX_FASTCALL=2")
-		}
-		if !strings.Contains(errb.String(), "GOMPIX_UCX_FASTCALL") {
-			t.Fatalf("exit %d, %v; stderr does not name the variable:\n%s", code, err, errb.String())
-		}
+	t.Run("bad value", func(t *testing.T) { badValueFailsInit(t, "ucx-call-mode", "GOMPIX_UCX_FASTCALL", "2") })
+}
+
+// badValueFailsInit starts a one-rank job of scenario with name=value in
+// its environment and checks that Init refused it, naming the variable.
+func badValueFailsInit(t *testing.T, scenario, name, value string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, err := launcher.Run(ctx, launcher.Config{
+		NP: 1, Program: os.Args[0], Args: []string{"-test.run=^$"},
+		Env:     []string{childEnv + "=" + scenario, name + "=" + value},
+		Timeout: 50 * time.Second, Stdout: &out, Stderr: &errb,
 	})
+	if err == nil && code == 0 {
+		t.Fatalf("Init accepted %s=%s", name, value)
+	}
+	if !strings.Contains(errb.String(), name) {
+		t.Fatalf("exit %d, %v; stderr does not name the variable:\n%s", code, err, errb.String())
+	}
 }

@@ -15,8 +15,8 @@ const module = "github.com/gompix/gompix"
 // allowed maps a package (or a package tree, by prefix) to the gompix
 // packages it may import. Longest matching key wins. internal/dtype,
 // internal/config and internal/spin are leaves every layer may use;
-// internal/lock is a leaf package mpi uses, internal/shm one that mpi
-// and coll use (DESIGN.md §1: mpi ─>
+// internal/lock and internal/cpubind are leaves package mpi uses,
+// internal/shm one that mpi and coll use (DESIGN.md §1: mpi ─>
 // internal/...).
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
