@@ -100,6 +100,11 @@ type Shared struct {
 	// Truncate is the error class of a contribution longer than this
 	// rank's buffer (the Comm's truncation error); ErrCount when nil.
 	Truncate error
+	// Progress, when not nil, advances the transport's outstanding
+	// messages once; a waiting rank calls it now and then, since a peer
+	// may wait for one of this rank's messages (a receive it posted
+	// before the call) before it arrives.
+	Progress func() bool
 }
 
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
@@ -124,6 +129,7 @@ type shared struct {
 	yield    func()
 	truncate error
 	prog     *Progress
+	progress func() bool   // the transport's (Shared.Progress); nil: none
 	limit    [numKinds]int // largest slot contribution per kind; -1: the kind's algorithm is forced to something else
 }
 
@@ -184,7 +190,8 @@ func (s *State) SetShared(sh Shared) error {
 		return fmt.Errorf("coll: shared segment not %d-byte aligned: %w", sharedLine, ErrBuffer)
 	}
 	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
-		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate, prog: s.prog}
+		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
+		prog: s.prog, progress: sh.Progress}
 	if sh.Oversubscribed {
 		g.spin = sharedSpinOver
 	}
@@ -299,11 +306,15 @@ func (g *shared) await(q int, n uint64) {
 
 // idle is the wait policy between polls, i polls after the spin: yield
 // the processor, later sleep, and every sharedPokeEvery polls advance the
-// progress domain's other schedules (MPI's progress rule: a peer may wait
-// on one of them before it arrives here).
+// progress domain's other schedules and the transport's messages (MPI's
+// progress rule: a peer may wait on one of them before it arrives here;
+// TestSharedProgress and package mpi's coll-progress-p2p).
 func (g *shared) idle(i int) {
 	if i%sharedPokeEvery == 0 {
 		g.prog.poke(nil, false)
+		if g.progress != nil {
+			g.progress()
+		}
 	}
 	if i < sharedYields {
 		g.yield()

@@ -85,7 +85,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 		return err
 	}
 	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Auto: auto, Oversubscribed: nodeOversubscribed,
-		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate}); err != nil {
+		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate, Progress: c.pc.Engine().Progress}); err != nil {
 		closeSegment(seg)
 		return err
 	}

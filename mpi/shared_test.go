@@ -57,3 +57,63 @@ func TestCollMismatch(t *testing.T) {
 		})
 	}
 }
+
+func init() { scenarios["coll-progress-p2p"] = collProgressP2P }
+
+// collProgressP2P: a rank waiting in a shared-memory barrier keeps the
+// transport moving. Rank 0 posts a receive of 1 MiB (a rendezvous: rank 0
+// must take part to complete it) and enters a barrier; rank 1 sends the 1
+// MiB and waits for its send before entering the barrier. MPI's progress
+// rule says the send completes, so the barrier must too.
+func collProgressP2P(w *Comm) error {
+	const n = 1 << 18 // int32s
+	buf := make([]int32, n)
+	// A first barrier makes the segment (whose set-up exchange, in
+	// messages, would move the transport itself).
+	if err := w.Barrier(); err != nil {
+		return err
+	}
+	switch w.Rank() {
+	case 0:
+		r, err := w.Irecv(Slice(buf), 1, 7)
+		if err != nil {
+			return err
+		}
+		if err := w.Barrier(); err != nil {
+			return err
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		for i, v := range buf {
+			if v != int32(i) {
+				return fmt.Errorf("buf[%d] = %d", i, v)
+			}
+		}
+	case 1:
+		for i := range buf {
+			buf[i] = int32(i)
+		}
+		r, err := w.Isend(Slice(buf), 0, 7)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		return w.Barrier()
+	default:
+		return w.Barrier()
+	}
+	return nil
+}
+
+// TestCollProgressP2P runs collProgressP2P on 2 and 3 real processes.
+func TestCollProgressP2P(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process runs skipped in -short mode")
+	}
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { runJob(t, "coll-progress-p2p", n) })
+	}
+}

@@ -163,6 +163,13 @@ func (e *Engine) wait(op Op) {
 	}
 }
 
+// Progress advances the transport's outstanding operations once and
+// reports whether anything happened. A wait that is not a wait on one of
+// the engine's operations (a collective in shared memory) calls it now
+// and then, so that a peer's message to this rank completes meanwhile
+// (MPI's progress rule).
+func (e *Engine) Progress() bool { return e.t.Progress() }
+
 // Idle is one step of the engine's wait policy, taken after round
 // fruitless progress rounds (counted from 0): spin (yielding to other
 // goroutines now and then), then, when configured, give the processor away
