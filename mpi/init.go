@@ -138,7 +138,7 @@ func start() (*state, error) {
 		s.kv = ucx.NewLocalKV()
 	}
 	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep,
-		Oversubscribed: oversubscribed, CgoCalls: fast == 0})
+		Oversubscribed: oversubscribed, CgoCalls: fast == 0, Calibrate: underLauncher && env.LocalSize > 1})
 	if err != nil {
 		if s.client != nil {
 			s.client.Close()

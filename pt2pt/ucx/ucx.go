@@ -74,12 +74,19 @@ type Config struct {
 	// CgoCalls makes every call into UCX through cgo, none through
 	// ucxbind's trampoline (ucxbind.ContextParams.CgoCalls).
 	CgoCalls bool
+	// Calibrate lets New measure, before UCX starts, whether this
+	// machine's cross-process copy (CMA, the rendezvous' one copy) is so
+	// much slower than a memory copy that eager messages win up to 256
+	// KiB, and raise UCX's rendezvous threshold then (calibrate.go). Set
+	// it when this rank has peers on its node; a UCX_RNDV_THRESH of the
+	// user's wins, and oversubscription has its own threshold.
+	Calibrate bool
 }
 
 // envDefaults are the settings applied to UCX's environment before it
 // reads its configuration, unless the user has set the variable
 // (docs/ucx-in-go.md).
-func envDefaults(oversubscribed bool) [][2]string {
+func envDefaults(oversubscribed, eager bool) [][2]string {
 	d := [][2]string{
 		// The Go runtime maps and unmaps memory with raw system calls that
 		// UCX's malloc/mmap hooks never see, so UCX's registration cache
@@ -101,12 +108,16 @@ func envDefaults(oversubscribed bool) [][2]string {
 		// alltoall 64 KiB lost (66-87 against 56-72), reduce 256 KiB too
 		// (62-71 against 47-63). docs/performance-host.md, session 5.
 		d = append(d, [2]string{"UCX_RNDV_THRESH", "131072"})
+	} else if eager {
+		// Calibrated (calibrate.go): eager copies beat the rendezvous' CMA
+		// read here.
+		d = append(d, [2]string{"UCX_RNDV_THRESH", eagerThresh})
 	}
 	return d
 }
 
-func applyEnvDefaults(oversubscribed bool) {
-	for _, kv := range envDefaults(oversubscribed) {
+func applyEnvDefaults(oversubscribed, eager bool) {
+	for _, kv := range envDefaults(oversubscribed, eager) {
 		if _, set := os.LookupEnv(kv[0]); !set {
 			os.Setenv(kv[0], kv[1])
 		}
@@ -170,7 +181,9 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return nil, fmt.Errorf("ucx transport: rank %d of %d is invalid", cfg.Rank, cfg.Size)
 	}
-	applyEnvDefaults(cfg.Oversubscribed)
+	_, userThresh := os.LookupEnv("UCX_RNDV_THRESH")
+	eager := cfg.Calibrate && !cfg.Oversubscribed && !userThresh && cmaSlow()
+	applyEnvDefaults(cfg.Oversubscribed, eager)
 	t := &Transport{cfg: cfg, eps: make([]*ucxbind.Endpoint, cfg.Size), sleepMs: 5, tryRecvRounds: tryRecvRounds}
 	if cfg.Oversubscribed {
 		t.tryRecvRounds = tryRecvRoundsOversubscribed
