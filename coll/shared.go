@@ -330,10 +330,11 @@ func (g *shared) check(q int, n uint64, want uint64) error {
 	g.await(q, n)
 	h := g.header(q, n)
 	d := atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 8)))
-	if d == want && atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 16))) == n {
+	fresh := atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 16))) == n
+	if d == want && fresh {
 		return nil
 	}
-	if atomic.LoadUint64((*uint64)(unsafe.Add(unsafe.Pointer(h), 16))) != n {
+	if !fresh {
 		return fmt.Errorf("coll: %v: rank %d has no contribution to this call (the ranks disagree on the collective or its root): %w",
 			Kind(want>>32), q, ErrCount)
 	}

@@ -112,6 +112,16 @@ func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Reques
 	return s.run(pl, b.op, b.t, send, recv, tag)
 }
 
+// waitSync starts a call for one of the State's own blocking methods,
+// marked as such (sync: it may run in the shared-memory segment), then
+// waits for it.
+func (s *State) waitSync(start func() (Request, error)) error {
+	s.sync = true
+	r, err := start()
+	s.sync = false
+	return s.wait(r, err)
+}
+
 // wait completes a collective this State started for one of its blocking
 // methods and recycles the executor.
 func (s *State) wait(r Request, err error) error {
@@ -184,12 +194,7 @@ func recvRef(n int) ref { return ref{s: slotRecv, n: n} }
 func sendRef(n int) ref { return ref{s: slotSend, n: n} }
 
 // Barrier blocks until every rank has called it.
-func (s *State) Barrier() error {
-	s.sync = true
-	r, err := s.Ibarrier()
-	s.sync = false
-	return s.wait(r, err)
-}
+func (s *State) Barrier() error { return s.waitSync(s.Ibarrier) }
 
 // Ibarrier starts a barrier.
 func (s *State) Ibarrier() (Request, error) {
@@ -208,10 +213,7 @@ func (s *State) Ibarrier() (Request, error) {
 
 // Bcast sends count elements of buf from root to every rank's buf.
 func (s *State) Bcast(buf []byte, count int, t dtype.Type, root int) error {
-	s.sync = true
-	r, err := s.Ibcast(buf, count, t, root)
-	s.sync = false
-	return s.wait(r, err)
+	return s.waitSync(func() (Request, error) { return s.Ibcast(buf, count, t, root) })
 }
 
 // Ibcast starts a Bcast.
@@ -240,10 +242,7 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 // root's recv (recv is ignored elsewhere). InPlace at the root takes its
 // contribution from recv.
 func (s *State) Reduce(send, recv []byte, count int, t dtype.Type, op Op, root int) error {
-	s.sync = true
-	r, err := s.Ireduce(send, recv, count, t, op, root)
-	s.sync = false
-	return s.wait(r, err)
+	return s.waitSync(func() (Request, error) { return s.Ireduce(send, recv, count, t, op, root) })
 }
 
 // Ireduce starts a Reduce.
@@ -289,10 +288,7 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 // Allreduce combines the count elements of every rank's send with op into
 // every rank's recv. InPlace takes the contribution from recv.
 func (s *State) Allreduce(send, recv []byte, count int, t dtype.Type, op Op) error {
-	s.sync = true
-	r, err := s.Iallreduce(send, recv, count, t, op)
-	s.sync = false
-	return s.wait(r, err)
+	return s.waitSync(func() (Request, error) { return s.Iallreduce(send, recv, count, t, op) })
 }
 
 // Iallreduce starts an Allreduce.
@@ -358,10 +354,7 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 // Allgather concatenates every rank's count elements, in rank order, into
 // every rank's recv. InPlace takes rank r's block from recv's block r.
 func (s *State) Allgather(send, recv []byte, count int, t dtype.Type) error {
-	s.sync = true
-	r, err := s.Iallgather(send, recv, count, t)
-	s.sync = false
-	return s.wait(r, err)
+	return s.waitSync(func() (Request, error) { return s.Iallgather(send, recv, count, t) })
 }
 
 // Iallgather starts an Allgather.
@@ -603,10 +596,7 @@ func (s *State) Iscatterv(send []byte, counts, displs []int, recv []byte, recvCo
 // Alltoall sends block j (count elements) of every rank i's send to block i
 // of rank j's recv. InPlace sends from recv and overwrites it.
 func (s *State) Alltoall(send, recv []byte, count int, t dtype.Type) error {
-	s.sync = true
-	r, err := s.Ialltoall(send, recv, count, t)
-	s.sync = false
-	return s.wait(r, err)
+	return s.waitSync(func() (Request, error) { return s.Ialltoall(send, recv, count, t) })
 }
 
 // Ialltoall starts an Alltoall.

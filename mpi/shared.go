@@ -1,9 +1,9 @@
 package mpi
 
 import (
+	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/config"
@@ -49,7 +49,8 @@ var nodeOversubscribed bool
 // collectives alike everywhere, and a blocking one matches only a blocking
 // one), before that call and with c.collMu held: rank 0 creates the
 // segment and sends its name to every rank, every rank maps it, rank 0
-// tells all whether every rank did (sharedAgree), then removes the name
+// tells all whether every rank did (coll.SetupAllgather and SetupAgree,
+// on a reserved tag), then removes the name
 // (the memory lives until the last rank unmaps it or exits). A rank that
 // cannot map it makes the whole communicator go without, with no error:
 // its collectives run as messages.
@@ -71,12 +72,17 @@ func (c *Comm) setupShared(st *coll.State) error {
 			copy(name[:], seg.Name())
 		}
 	}
-	all, err := c.sharedAgree(st.ReserveTag(), name[:], func() bool {
-		if c.Rank() != 0 && name[0] != 0 {
-			seg, _ = shm.Open(string(name[:clen(name[:])]), size)
+	cm, tag := collComm{c.pc}, st.ReserveTag()
+	names, err := coll.SetupAllgather(cm, name[:], tag) // rank 0's is the one
+	if err == nil && c.Rank() != 0 {
+		if n := names[0]; n[0] != 0 {
+			seg, _ = shm.Open(string(n[:bytes.IndexByte(n, 0)]), size)
 		}
-		return seg != nil && name[0] != 0
-	})
+	}
+	all := false
+	if err == nil {
+		all, err = coll.SetupAgree(cm, seg != nil && names[0][0] != 0, tag)
+	}
 	if c.Rank() == 0 && seg != nil {
 		_ = seg.Unlink()
 	}
@@ -91,69 +97,6 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	c.coll.shared = seg
 	return nil
-}
-
-// sharedAgree is setupShared's exchange, in messages on c's collective
-// context with the reserved collective tag tag (not through coll's
-// collectives, which an algorithm forced to "shm" would turn into a
-// warning here): rank 0 sends name to every rank, each runs mapped and
-// answers whether it succeeded, and rank 0 tells all whether every rank
-// did.
-func (c *Comm) sharedAgree(tag int, name []byte, mapped func() bool) (bool, error) {
-	cm := collComm{c.pc}
-	var ok, all [1]byte
-	var pin runtime.Pinner
-	pin.Pin(&name[0])
-	pin.Pin(&ok[0])
-	pin.Pin(&all[0])
-	defer pin.Unpin()
-	xfer := func(send bool, buf []byte, peer int) error {
-		var r coll.Request
-		var err error
-		if send {
-			r, err = cm.Isend(buf, peer, tag)
-		} else {
-			r, err = cm.Irecv(buf, peer, tag)
-		}
-		if err != nil {
-			return err
-		}
-		return r.Wait()
-	}
-	if c.Rank() != 0 {
-		if err := xfer(false, name, 0); err != nil {
-			return false, err
-		}
-		if mapped() {
-			ok[0] = 1
-		}
-		if err := xfer(true, ok[:], 0); err != nil {
-			return false, err
-		}
-		err := xfer(false, all[:], 0)
-		return all[0] == 1, err
-	}
-	for q := 1; q < c.Size(); q++ {
-		if err := xfer(true, name, q); err != nil {
-			return false, err
-		}
-	}
-	all[0] = 0
-	if mapped() {
-		all[0] = 1
-	}
-	for q := 1; q < c.Size(); q++ {
-		if err := xfer(false, ok[:], q); err != nil {
-			return false, err
-		}
-		all[0] &= ok[0]
-	}
-	for q := 1; q < c.Size(); q++ {
-		if err := xfer(true, all[:], q); err != nil {
-			return false, err
-		}
-	}
-	return all[0] == 1, nil
 }
 
 // closeShared unmaps c's segment (Free).
@@ -172,14 +115,4 @@ func closeSegment(s *shm.Segment) {
 	if s != nil {
 		_ = s.Close()
 	}
-}
-
-// clen is the length of the NUL-terminated string in b.
-func clen(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return len(b)
 }

@@ -3,7 +3,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -290,7 +289,7 @@ func (d *Direct) setup(tag int) (bool, error) {
 		copy(rec[1:], h[:])
 		copy(rec[1+len(h):], d.dev.PCIBusID())
 	}
-	got, err := d.allgather(rec, tag)
+	got, err := coll.SetupAllgather(d.host, rec, tag)
 	if err != nil {
 		return false, err
 	}
@@ -320,58 +319,7 @@ func (d *Direct) setup(tag int) (bool, error) {
 			local, d.peers[i] = err, 0
 		}
 	}
-	mine := []byte{1}
-	if local != nil || !all {
-		mine[0] = 0
-	}
-	verdicts, err := d.allgather(mine, tag)
-	if err != nil {
-		return false, err
-	}
-	for _, v := range verdicts {
-		if v[0] != 1 {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// allgather exchanges one small host record with every peer (blocking:
-// set-up only).
-func (d *Direct) allgather(rec []byte, tag int) ([][]byte, error) {
-	out := make([][]byte, d.p)
-	out[d.rank] = rec
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	pin.Pin(&rec[0])
-	var reqs []coll.Request
-	for i := range d.p {
-		if i == d.rank {
-			continue
-		}
-		out[i] = make([]byte, len(rec))
-		pin.Pin(&out[i][0])
-		q, err := d.host.Irecv(out[i], i, tag)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, q)
-	}
-	for i := range d.p {
-		if i == d.rank {
-			continue
-		}
-		q, err := d.host.Isend(rec, i, tag)
-		if err != nil {
-			return nil, err
-		}
-		reqs = append(reqs, q)
-	}
-	var errs []error
-	for _, q := range reqs {
-		errs = append(errs, q.Wait())
-	}
-	return out, errors.Join(errs...)
+	return coll.SetupAgree(d.host, local == nil && all, tag)
 }
 
 // Close frees the engine's memory and mappings. Calls must have completed.
