@@ -60,10 +60,7 @@ func TestBind(t *testing.T) {
 	}
 	for _, mode := range []string{"auto", "none"} {
 		t.Run(mode, func(t *testing.T) {
-			old := extraEnv
-			extraEnv = []string{"GOMPIX_BIND=" + mode}
-			defer func() { extraEnv = old }()
-			runJob(t, "bind", 2)
+			runJobEnv(t, []string{"GOMPIX_BIND=" + mode}, "bind", 2)
 		})
 	}
 }

@@ -35,10 +35,7 @@ func ucxCallMode(w *Comm) error {
 func TestUCXCallModes(t *testing.T) {
 	for _, mode := range []string{"0", "1"} {
 		t.Run("GOMPIX_UCX_FASTCALL="+mode, func(t *testing.T) {
-			old := extraEnv
-			extraEnv = []string{"GOMPIX_UCX_FASTCALL=" + mode}
-			defer func() { extraEnv = old }()
-			runJob(t, "ucx-call-mode", 2)
+			runJobEnv(t, []string{"GOMPIX_UCX_FASTCALL=" + mode}, "ucx-call-mode", 2)
 		})
 	}
 	t.Run("bad value", func(t *testing.T) { badValueFailsInit(t, "ucx-call-mode", "GOMPIX_UCX_FASTCALL", "2") })

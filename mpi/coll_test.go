@@ -87,10 +87,7 @@ func TestForcedAlgorithms(t *testing.T) {
 			n = 4
 		}
 		t.Run(a.String(), func(t *testing.T) {
-			old := extraEnv
-			extraEnv = []string{a.Kind.VarName() + "=" + a.Name}
-			defer func() { extraEnv = old }()
-			runJob(t, "coll-all", n)
+			runJobEnv(t, []string{a.Kind.VarName() + "=" + a.Name}, "coll-all", n)
 		})
 	}
 }

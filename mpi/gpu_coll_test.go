@@ -392,10 +392,7 @@ func TestDeviceCollectivesFake(t *testing.T) {
 // reduced nothing on the host and staged nothing.
 func TestDeviceCollectivesGPU(t *testing.T) {
 	needGPU(t)
-	old := extraEnv
-	extraEnv = []string{"GOMPIX_TEST_CHECK_COUNTERS=1"}
-	defer func() { extraEnv = old }()
-	runJob(t, "gpu_coll", 2)
+	runJobEnv(t, []string{"GOMPIX_TEST_CHECK_COUNTERS=1"}, "gpu_coll", 2)
 }
 
 func init() {

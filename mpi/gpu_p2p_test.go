@@ -211,10 +211,7 @@ func TestDevicePointToPointGPU(t *testing.T) {
 	needGPU(t)
 	for _, path := range []string{"ipc", "staged"} {
 		t.Run(path, func(t *testing.T) {
-			old := extraEnv
-			extraEnv = []string{"GOMPIX_GPU_PATH=" + path, "GOMPIX_DEBUG=path"}
-			defer func() { extraEnv = old }()
-			runJob(t, "gpu_p2p", 2)
+			runJobEnv(t, []string{"GOMPIX_GPU_PATH=" + path, "GOMPIX_DEBUG=path"}, "gpu_p2p", 2)
 		})
 	}
 }

@@ -107,6 +107,15 @@ func runJob(t *testing.T, name string, n int) {
 	}
 }
 
+// runJobEnv is runJob with env added to the ranks' environment.
+func runJobEnv(t *testing.T, env []string, name string, n int) {
+	t.Helper()
+	old := extraEnv
+	extraEnv = append(append([]string(nil), old...), env...)
+	defer func() { extraEnv = old }()
+	runJob(t, name, n)
+}
+
 // needGPU skips t on a machine without a usable GPU, and fails it there
 // under GOMPIX_REQUIRE_GPU=1 (the GPU machine's runs).
 func needGPU(t *testing.T) {

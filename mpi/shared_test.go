@@ -50,10 +50,7 @@ func TestCollMismatch(t *testing.T) {
 	}
 	for _, max := range []string{"-1", "0"} {
 		t.Run("GOMPIX_SHM_MAX="+max, func(t *testing.T) {
-			old := extraEnv
-			extraEnv = []string{"GOMPIX_SHM_MAX=" + max}
-			defer func() { extraEnv = old }()
-			runJob(t, "coll-mismatch", 3)
+			runJobEnv(t, []string{"GOMPIX_SHM_MAX=" + max}, "coll-mismatch", 3)
 		})
 	}
 }

@@ -1051,10 +1051,7 @@ func TestStreamUCXFake(t *testing.T) {
 	}
 	for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_coll_mixed", "stream_bounded", "stream_multiplex"} {
 		t.Run(name, func(t *testing.T) {
-			old := extraEnv
-			extraEnv = []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off", "GOMPIX_STREAM_DEPTH=4"}
-			defer func() { extraEnv = old }()
-			runJob(t, name, 2)
+			runJobEnv(t, []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off", "GOMPIX_STREAM_DEPTH=4"}, name, 2)
 		})
 	}
 }
