@@ -1,33 +1,59 @@
 package coll
 
-import "github.com/gompix/gompix/internal/dtype"
+import (
+	"runtime"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
 
 // Allgather "shm" (shared-memory segment, see shared.go).
 //
-// Every rank publishes its block in its slot, then copies every peer's
-// block from its slot into place.
+// Through the slots: every rank publishes its block in its slot, then
+// copies every peer's block from its slot into place.
 //
-// Cost: nβ_mem + (p-1)(λ + nβ_mem) per rank (n per block), in parallel.
-func (s *State) sharedAllgather(send, recv []byte, nb int) error {
+// Single copy: every rank offers its block's address, reads every peer's
+// block from the peer's memory into place (starting with the next rank,
+// so that the ranks do not all read one rank first), and returns once
+// every peer has read its block.
+//
+// Cost (n per block, in parallel on every rank): through the slots,
+// nβ_mem + (p-1)(λ + nβ_mem); single copy, (p-1)(λ + nβ_cma) + λ.
+func (s *State) sharedAllgather(send, recv []byte, nb int, single bool) error {
 	g := s.sh
 	n := g.begin()
 	d := desc(Allgather, dtype.Byte, 0, nb)
 	own := recv[g.r*nb : (g.r+1)*nb]
+	src := own // in place: the block is already in recv
+	if send != nil {
+		src = send[:nb]
+	}
 	g.claim(n)
-	if send == nil { // in place: the block is already in recv
-		g.publish(n, d, own)
+	if single {
+		g.offer(n, d, src)
+		d |= sharedSingle
 	} else {
-		g.publish(n, d, send[:nb])
-		copy(own, send[:nb])
+		g.publish(n, d, src)
 	}
-	for q := range g.p {
-		if q == g.r {
-			continue
-		}
-		if err := g.check(q, n, d); err != nil {
-			return err
-		}
-		copy(recv[q*nb:(q+1)*nb], g.data(q, n, nb))
+	if send != nil {
+		copy(own, src)
 	}
-	return nil
+	var err error
+	for i := 1; i < g.p && err == nil; i++ {
+		q := (g.r + i) % g.p
+		if err = g.check(q, n, d); err != nil {
+			break
+		}
+		if single {
+			err = g.fetch(q, n, recv[q*nb:(q+1)*nb], 0)
+		} else {
+			copy(recv[q*nb:(q+1)*nb], g.data(q, n, nb))
+		}
+	}
+	if single {
+		g.finished(n)
+		g.release(n)
+		runtime.KeepAlive(send)
+		runtime.KeepAlive(recv)
+	}
+	return err
 }

@@ -1,38 +1,67 @@
 package coll
 
-import "github.com/gompix/gompix/internal/dtype"
+import (
+	"runtime"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
 
 // Alltoall "shm" (shared-memory segment, see shared.go).
 //
-// Every rank publishes its whole send buffer (p blocks) in its slot, then
-// copies block r of every peer's slot into block q of its receive buffer.
-// In place, the send buffer is the receive buffer, so the rank's own block
-// comes back from its slot.
+// Through the slots: every rank publishes its whole send buffer (p
+// blocks) in its slot, then copies block r of every peer's slot into
+// block q of its receive buffer. In place, the send buffer is the receive
+// buffer, so the rank's own block comes back from its slot.
 //
-// Cost: pnβ_mem + (p-1)(λ + nβ_mem) per rank (n per block), in parallel;
-// the slot holds p blocks.
-func (s *State) sharedAlltoall(send, recv []byte, nb int) error {
+// Single copy: every rank offers its send buffer's address (in place, a
+// copy of its receive buffer's blocks), reads block r of every peer's
+// send buffer from the peer's memory into block q (starting with the next
+// rank), and returns once every peer has read its blocks.
+//
+// Cost (n per block, in parallel on every rank): through the slots,
+// pnβ_mem + (p-1)(λ + nβ_mem), the slot holding p blocks; single copy,
+// (p-1)(λ + nβ_cma) + λ (in place, + pnβ_mem).
+func (s *State) sharedAlltoall(send, recv []byte, nb int, single bool) error {
 	g := s.sh
 	n := g.begin()
 	d := desc(Alltoall, dtype.Byte, 0, nb)
-	all := g.p * nb
+	r, all := g.r, g.p*nb
+	if single && send == nil { // in place: offer a copy, recv is overwritten
+		if cap(g.scratch) < all {
+			g.scratch = make([]byte, all)
+		}
+		send = g.scratch[:all]
+		copy(send, recv[:all])
+	}
 	g.claim(n)
-	if send == nil { // in place
+	switch {
+	case single:
+		g.offer(n, d, send[:all])
+		d |= sharedSingle
+	case send == nil: // in place
 		g.publish(n, d, recv[:all])
 		send = g.data(g.r, n, all)
-	} else {
+	default:
 		g.publish(n, d, send[:all])
 	}
-	r := g.r
 	copy(recv[r*nb:(r+1)*nb], send[r*nb:(r+1)*nb])
-	for q := range g.p {
-		if q == r {
-			continue
+	var err error
+	for i := 1; i < g.p && err == nil; i++ {
+		q := (r + i) % g.p
+		if err = g.check(q, n, d); err != nil {
+			break
 		}
-		if err := g.check(q, n, d); err != nil {
-			return err
+		if single {
+			err = g.fetch(q, n, recv[q*nb:(q+1)*nb], r*nb)
+		} else {
+			copy(recv[q*nb:(q+1)*nb], g.data(q, n, all)[r*nb:])
 		}
-		copy(recv[q*nb:(q+1)*nb], g.data(q, n, all)[r*nb:])
 	}
-	return nil
+	if single {
+		g.finished(n)
+		g.release(n)
+		runtime.KeepAlive(send)
+		runtime.KeepAlive(recv)
+	}
+	return err
 }

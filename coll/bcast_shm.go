@@ -1,23 +1,47 @@
 package coll
 
-import "github.com/gompix/gompix/internal/dtype"
+import (
+	"runtime"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
 
 // Bcast "shm" (shared-memory segment, see shared.go).
 //
-// The root copies its buffer into its slot and publishes it; every other
-// rank waits for it and copies it out. The root does not wait for the
-// others (only, before a later call overwrites the slot, for them to have
-// read it).
+// Through the slots: the root copies its buffer into its slot and
+// publishes it; every other rank waits for it and copies it out. The root
+// does not wait for the others (only, before a later call overwrites the
+// slot, for them to have read it).
 //
-// Cost: root nβ_mem; others λ + nβ_mem (the copy pulls the root's lines).
-func (s *State) sharedBcast(buf []byte, nb int, root int) error {
+// Single copy: the root offers its buffer's address; every other rank
+// reads the buffer from the root's memory into its own; the root returns
+// once all have.
+//
+// Cost: through the slots, root nβ_mem, others λ + nβ_mem (the copy pulls
+// the root's lines); single copy, λ + nβ_cma on every rank.
+func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 	g := s.sh
 	n := g.begin()
 	d := desc(Bcast, dtype.Byte, root, nb)
-	if g.r == root {
+	switch {
+	case g.r == root && single:
+		g.claim(n)
+		g.offer(n, d, buf[:nb])
+		g.release(n)
+		runtime.KeepAlive(buf)
+		return nil
+	case g.r == root:
 		g.claim(n)
 		g.publish(n, d, buf[:nb])
 		return nil
+	case single:
+		g.arrive(n)
+		err := g.check(root, n, d|sharedSingle)
+		if err == nil {
+			err = g.fetch(root, n, buf[:nb], 0)
+		}
+		g.finished(n)
+		return err
 	}
 	g.arrive(n)
 	if err := g.check(root, n, d); err != nil {

@@ -2,6 +2,7 @@ package coll
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -23,14 +24,15 @@ import (
 // message through the transport costs a tag match, a request and a copy
 // through the transport's own shared memory on each side; here the data
 // crosses between cores once, in the cache lines the header shares (the
-// first 40 bytes of data lie in the header's line). These are the
+// first 32 bytes of data lie in the header's line). These are the
 // catalog's "shm" algorithms (SharedName), one file each
 // (barrier_shm.go, …); GOMPIX_<COLL>_ALGORITHM forces or refuses them.
 //
-// Layout: rank q owns sharedDepth slots, each a 24-byte header (the
-// sequence number, the call's description: bytes, kind, type, root, and
-// the number of the call the data belongs to) followed by up to
-// Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank
+// Layout: rank q owns sharedDepth slots, each a 32-byte header (the
+// sequence number, the call's description: bytes, kind, type, root, the
+// number of the call the data belongs to, and the last call whose
+// single-copy reads q has finished) followed by up to Shared.Slot bytes
+// of data; call n uses slot n mod sharedDepth. A rank
 // arrives at call n by storing n in its slot's header (after the data,
 // if it writes any), and only after it has finished reading everything
 // of call n-1; so a rank that finds a peer's header at m knows the peer
@@ -49,6 +51,17 @@ import (
 // schedules' mismatched messages; calls that disagree on whether they fit
 // the segment at all (one rank's count above Shared.Slot, another's below)
 // are erroneous in a way nobody can see from either side.
+//
+// Single copy: where the ranks may read each other's memory (Shared.Pids:
+// cross-memory attach, process_vm_readv), a long bcast, allgather or
+// alltoall does not go through the slots at all: each rank offers the
+// address of its buffer in its slot, the ranks that need the data read it
+// from there with one kernel copy (internal/shm.ReadFrom), mark themselves
+// finished in their header, and a rank whose buffer was read waits for
+// every reader to finish (or to arrive at a later call) before it returns
+// and lets the caller change it. Two copies through a slot cost more than
+// one such read from some size on (Shared.CMAMin), and the slot size no
+// longer bounds the contribution.
 
 // SharedName is the catalog name of the shared-memory algorithms.
 const SharedName = "shm"
@@ -59,9 +72,13 @@ const (
 	// it waits.
 	sharedDepth = 8
 	// sharedHeader is a slot's header: the sequence number, the
-	// description word, and the number of the call whose data the slot
-	// holds (a rank that arrives without data leaves it as it was).
-	sharedHeader = 24
+	// description word, the number of the call whose data the slot holds
+	// (a rank that arrives without data leaves it as it was), and the
+	// last call whose single-copy reads the rank has finished.
+	sharedHeader = 32
+	// sharedSingle marks a description whose data is an address to read
+	// from (single copy) rather than the data itself.
+	sharedSingle = 1 << 39
 	// sharedLine is the alignment of slots (a cache line).
 	sharedLine = 64
 	// sharedMaxRanks bounds the ranks a segment serves (the root field of
@@ -105,6 +122,16 @@ type Shared struct {
 	// may wait for one of this rank's messages (a receive it posted
 	// before the call) before it arrives.
 	Progress func() bool
+	// Pids, when not nil, are the ranks' process ids, by rank, where
+	// every rank may read every other rank's memory (cross-memory attach:
+	// the caller checked it): long bcasts, allgathers and alltoalls then
+	// read their data straight from the buffers of the ranks that have it
+	// (single copy).
+	Pids []int
+	// CMAMin is the smallest contribution, in bytes, that goes single
+	// copy where Pids allow it: -1 chooses by collective, ranks and cores
+	// (sharedCMAAuto); 0 never.
+	CMAMin int
 }
 
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
@@ -131,6 +158,9 @@ type shared struct {
 	prog     *Progress
 	progress func() bool   // the transport's (Shared.Progress); nil: none
 	limit    [numKinds]int // largest slot contribution per kind; -1: the kind's algorithm is forced to something else
+	pids     []int         // the ranks' process ids (Shared.Pids); nil: no single copy
+	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
+	scratch  []byte        // an in-place alltoall's send blocks, offered for single copy
 }
 
 // sharedAuto is the largest slot contribution of kind k that runs in the
@@ -166,6 +196,15 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 	return 1 << 20
 }
 
+// sharedCMAAuto is the smallest contribution of kind k (a single-copy
+// kind) that goes single copy by default on p ranks.
+func sharedCMAAuto(k Kind, p int, oversubscribed bool) int {
+	if p <= 2 {
+		return 16<<10 + 1
+	}
+	return sharedAuto(k, p, oversubscribed) + 1
+}
+
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
 func SharedAutoSlot(p int, oversubscribed bool) int {
 	n := 0
@@ -188,10 +227,12 @@ func (s *State) SetShared(sh Shared) error {
 		return fmt.Errorf("coll: shared segment of %d bytes, %d ranks need %d: %w", len(sh.Mem), p, SharedSize(p, sh.Slot), ErrBuffer)
 	case uintptr(unsafe.Pointer(unsafe.SliceData(sh.Mem)))%sharedLine != 0:
 		return fmt.Errorf("coll: shared segment not %d-byte aligned: %w", sharedLine, ErrBuffer)
+	case sh.Pids != nil && len(sh.Pids) != p:
+		return fmt.Errorf("coll: shared segment: %d process ids for %d ranks: %w", len(sh.Pids), p, ErrCount)
 	}
 	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
 		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
-		prog: s.prog, progress: sh.Progress}
+		prog: s.prog, progress: sh.Progress, pids: sh.Pids}
 	if sh.Oversubscribed {
 		g.spin = sharedSpinOver
 	}
@@ -212,19 +253,49 @@ func (s *State) SetShared(sh Shared) error {
 		default:
 			g.limit[k] = sh.Slot
 		}
+		g.cmaMin[k] = math.MaxInt
+		switch {
+		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
+		case sh.CMAMin > 0:
+			g.cmaMin[k] = sh.CMAMin
+		default:
+			g.cmaMin[k] = sharedCMAAuto(k, p, sh.Oversubscribed)
+		}
 	}
 	s.sh = g
 	return nil
 }
 
-// sharedFits reports whether a call of kind k that writes w bytes into its
-// slot runs in the segment: one is set, the call is blocking, on the host,
-// not on a stream, within the kind's limit (which a forced algorithm
-// other than shm makes -1).
-func (s *State) sharedFits(k Kind, w int) bool {
+// sharedWay is how a call of kind k whose contribution is w bytes runs:
+// in the segment only where one is set and the call is blocking, on the
+// host, not on a stream; single copy from Shared.CMAMin on, through the
+// slots within the kind's limit (which a forced algorithm other than shm
+// makes -1), otherwise as messages.
+func (s *State) sharedWay(k Kind, w int) sharedMode {
 	g := s.sh
-	return g != nil && (s.blocking || s.sync) && !s.onDev && s.stream == 0 && w <= g.limit[k]
+	switch {
+	case g == nil || !(s.blocking || s.sync) || s.onDev || s.stream != 0:
+		return asMessages
+	case w >= g.cmaMin[k]:
+		return singleCopy
+	case w <= g.limit[k]:
+		return throughSlots
+	}
+	return asMessages
 }
+
+// sharedMode is how a blocking call uses the segment (sharedWay).
+type sharedMode uint8
+
+const (
+	asMessages   sharedMode = iota // not at all: the schedules run it
+	throughSlots                   // the data is copied into and out of the slots
+	singleCopy                     // the data is read from its owner's buffer
+)
+
+// singleCopyKind reports whether kind k has a single-copy way (the others
+// read every contribution at once to fold it, or move none).
+func singleCopyKind(k Kind) bool { return k == Bcast || k == Allgather || k == Alltoall }
 
 // done is the Request of a call that completed inside its start.
 type done struct{}
@@ -291,6 +362,63 @@ func (g *shared) publish(n uint64, d uint64, data []byte) {
 // arrive marks this rank's arrival at call n without data.
 func (g *shared) arrive(n uint64) { shm.StoreRelease(g.header(g.r, n), n) }
 
+// offer arrives at call n with the address of buf for the peers to read
+// (single copy) and the call's description d. claim(n) must have
+// returned; buf must stay as it is until release(n) returns.
+func (g *shared) offer(n uint64, d uint64, buf []byte) {
+	h := g.header(g.r, n)
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 8)) = d | sharedSingle
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+	shm.StoreRelease(h, n)
+}
+
+// fetch copies len(dst) bytes from offset off of the buffer rank q offered
+// for call n into dst. check(q, n, d|sharedSingle) must have returned nil.
+func (g *shared) fetch(q int, n uint64, dst []byte, off int) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 8)[0]))
+	if err := shm.ReadFrom(g.pids[q], dst, uintptr(addr)+uintptr(off)); err != nil {
+		return fmt.Errorf("coll: shm: single copy from rank %d: %w", q, err)
+	}
+	singleCopied.Add(int64(len(dst)))
+	return nil
+}
+
+// singleCopied counts the bytes read single copy (SingleCopyBytes).
+var singleCopied atomic.Int64
+
+// SingleCopyBytes is the number of bytes this process's shared-memory
+// collectives have read straight from other ranks' buffers (single copy).
+func SingleCopyBytes() int64 { return singleCopied.Load() }
+
+// finished marks this rank done with the single-copy reads of call n
+// (whether they succeeded or not: a rank whose buffer was offered waits
+// for it).
+func (g *shared) finished(n uint64) {
+	shm.StoreRelease((*uint64)(unsafe.Add(unsafe.Pointer(g.header(g.r, n)), 24)), n)
+}
+
+// release waits until every peer has finished reading what this rank
+// offered for call n, or has arrived at a later call (which it does only
+// after finishing this one, also where it failed a check before reading).
+func (g *shared) release(n uint64) {
+	for q := range g.p {
+		if q == g.r {
+			continue
+		}
+		fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
+		next := g.header(q, n+1)
+		for i := 0; atomic.LoadUint64(fin) < n && atomic.LoadUint64(next) <= n; i++ {
+			if i >= g.spin {
+				g.idle(i - g.spin)
+			}
+		}
+	}
+}
+
 // await waits until rank q has arrived at call n (or later).
 func (g *shared) await(q int, n uint64) {
 	h := g.header(q, n)
@@ -343,6 +471,9 @@ func (g *shared) check(q int, n uint64, want uint64) error {
 
 // mismatch describes two calls that should have been the same.
 func (g *shared) mismatch(q int, got, want uint64) error {
+	// Two sizes on the two sides of Shared.CMAMin differ in the single-copy
+	// mark too: that is the size mismatch below.
+	got = got&^sharedSingle | want&sharedSingle
 	if got>>32 != want>>32 {
 		return fmt.Errorf("coll: shm: rank %d's call (%v of %v, root %d) is not this rank's (%v of %v, root %d): %w",
 			q, Kind(got>>32), dtype.Type(got>>40), got>>48, Kind(want>>32), dtype.Type(want>>40), want>>48, ErrCount)

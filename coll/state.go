@@ -199,7 +199,7 @@ func (s *State) Barrier() error { return s.waitSync(s.Ibarrier) }
 // Ibarrier starts a barrier.
 func (s *State) Ibarrier() (Request, error) {
 	tag := s.nextTag()
-	if s.sharedFits(Barrier, 0) {
+	if s.sharedWay(Barrier, 0) != asMessages {
 		return finish(s.sharedBarrier())
 	}
 	if pl := s.repeat(Barrier, dtype.Byte, Op{}, 0, 0, false); pl != nil {
@@ -227,8 +227,8 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 	if err := need(k, "", buf, n); err != nil {
 		return nil, err
 	}
-	if s.sharedFits(k, n) {
-		return finish(s.sharedBcast(buf, n, root))
+	if way := s.sharedWay(k, n); way != asMessages {
+		return finish(s.sharedBcast(buf, n, root, way == singleCopy))
 	}
 	if pl := s.repeat(k, t, Op{}, count, root, false); pl != nil {
 		return s.run(pl, Op{}, t, nil, buf, tag)
@@ -267,7 +267,7 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 			return nil, err
 		}
 	}
-	if s.sharedFits(k, n) {
+	if s.sharedWay(k, n) != asMessages {
 		return finish(s.sharedReduce(send, recv, n, t, op, root))
 	}
 	if pl := s.repeat(k, t, op, count, root, inPlace); pl != nil {
@@ -335,7 +335,7 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 			return nil, err
 		}
 	}
-	if k == Allreduce && s.sharedFits(k, n) {
+	if k == Allreduce && s.sharedWay(k, n) != asMessages {
 		return finish(s.sharedAllreduce(send, recv, n, t, op))
 	}
 	if pl := s.repeat(k, t, op, count, 0, inPlace); pl != nil {
@@ -374,8 +374,8 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 			return nil, err
 		}
 	}
-	if s.sharedFits(k, n) {
-		return finish(s.sharedAllgather(send, recv, n))
+	if way := s.sharedWay(k, n); way != asMessages {
+		return finish(s.sharedAllgather(send, recv, n, way == singleCopy))
 	}
 	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
 		return s.run(pl, Op{}, t, send, recv, tag)
@@ -616,8 +616,8 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 			return nil, err
 		}
 	}
-	if s.sharedFits(k, p*n) {
-		return finish(s.sharedAlltoall(send, recv, n))
+	if way := s.sharedWay(k, p*n); way != asMessages {
+		return finish(s.sharedAlltoall(send, recv, n, way == singleCopy))
 	}
 	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
 		return s.run(pl, Op{}, t, send, recv, tag)

@@ -199,12 +199,12 @@ func TestSharedAutoLimits(t *testing.T) {
 		{Alltoall, 64 << 10, true}, {Alltoall, 64<<10 + 1, false},
 		{Reduce, 8, false}, // forced to binomial
 	} {
-		if got := s.sharedFits(tc.k, tc.w); got != tc.want {
-			t.Errorf("sharedFits(%v, %d) = %v, want %v", tc.k, tc.w, got, tc.want)
+		if got := (s.sharedWay(tc.k, tc.w) != asMessages); got != tc.want {
+			t.Errorf("sharedWay(%v, %d) in the segment: %v, want %v", tc.k, tc.w, got, tc.want)
 		}
 	}
 	s.sync = false
-	if s.sharedFits(Bcast, 8) {
+	if s.sharedWay(Bcast, 8) != asMessages {
 		t.Error("a nonblocking call fits the segment")
 	}
 	// Not forced: allreduce by its measured bound.
@@ -213,7 +213,7 @@ func TestSharedAutoLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.sync = true
-	if !s.sharedFits(Allreduce, 64<<10) || s.sharedFits(Allreduce, 64<<10+1) {
-		t.Errorf("allreduce on 4 ranks: 64 KiB fits %v, one byte more %v", s.sharedFits(Allreduce, 64<<10), s.sharedFits(Allreduce, 64<<10+1))
+	if !(s.sharedWay(Allreduce, 64<<10) != asMessages) || (s.sharedWay(Allreduce, 64<<10+1) != asMessages) {
+		t.Errorf("allreduce on 4 ranks: 64 KiB fits %v, one byte more %v", (s.sharedWay(Allreduce, 64<<10) != asMessages), (s.sharedWay(Allreduce, 64<<10+1) != asMessages))
 	}
 }

@@ -26,6 +26,10 @@ type Counters struct {
 	// through pre-mapped staging slots; on the user's buffers mapped through
 	// IPC handles). See docs/gpu-collectives.md.
 	DirectFused, DirectStaged, DirectMapped int64
+	// SingleCopyBytes is the host bytes shared-memory collectives read
+	// straight from other ranks' buffers (cross-memory attach) rather than
+	// through the segment or as messages (GOMPIX_SHM_CMA_MIN).
+	SingleCopyBytes int64
 }
 
 // ReadCounters returns the counters' current values.
@@ -34,6 +38,7 @@ func ReadCounters() Counters {
 		HostReducedBytes:   coll.HostReducedBytes(),
 		DeviceReducedBytes: gpucoll.DeviceReducedBytes(),
 		StagedBytes:        gpupath.StagedBytes(),
+		SingleCopyBytes:    coll.SingleCopyBytes(),
 	}
 	c.DirectFused, c.DirectStaged, c.DirectMapped = gpucoll.DirectCalls()
 	return c

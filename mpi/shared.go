@@ -2,8 +2,11 @@ package mpi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime"
+	"unsafe"
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/config"
@@ -19,6 +22,9 @@ import (
 
 var cfgShmMax = config.NewInt("GOMPIX_SHM_MAX", -1,
 	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses by collective, ranks and cores, where the segment was measured to win (coll's sharedAuto: 16 KiB on 2 ranks; on more, 1 MiB for bcast, reduce and allgather, 64 KiB for allreduce, 16 KiB blocks for alltoall; 256 KiB when ranks outnumber cores), bounded so that a segment stays within 16 MiB. Every rank must have the same value")
+
+var cfgShmCMAMin = config.NewInt("GOMPIX_SHM_CMA_MIN", -1,
+	"smallest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host bcast, allgather or alltoall in the shared-memory segment that is read straight from the buffer of the rank that has it (one copy by the kernel: process_vm_readv), where the ranks may read each other's memory (checked when the segment is made); 0: never (the data goes through the segment's slots, or as messages beyond them); -1 chooses by collective and ranks (coll's sharedCMAAuto). Every rank must have the same value")
 
 // shmSegmentMaxBytes bounds a segment's size (memory taken when the
 // communicator's first blocking collective makes it: 16 MiB for 4 ranks
@@ -64,39 +70,90 @@ func (c *Comm) setupShared(st *coll.State) error {
 	if slot <= 0 || p < 2 || !oneNode {
 		return nil
 	}
+	cmaMin, err := cfgShmCMAMin.Get()
+	if err != nil {
+		return err
+	}
 	size := coll.SharedSize(p, slot)
-	var name [256]byte
+	// Every rank's record: the segment's name (rank 0's is the one), its
+	// process id and the address of a probe word its peers read to check
+	// that they may read its memory (single copy).
+	var rec [shmNameBytes + 16]byte
 	var seg *shm.Segment
 	if c.Rank() == 0 {
-		if seg, err = shm.Create(fmt.Sprintf("gompix-%d", os.Getpid()), size); err == nil && len(seg.Name()) < len(name) {
-			copy(name[:], seg.Name())
+		if seg, err = shm.Create(fmt.Sprintf("gompix-%d", os.Getpid()), size); err == nil && len(seg.Name()) < shmNameBytes {
+			copy(rec[:], seg.Name())
 		}
 	}
+	probe := new(uint64)
+	*probe = cmaProbe(os.Getpid())
+	binary.LittleEndian.PutUint64(rec[shmNameBytes:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(rec[shmNameBytes+8:], uint64(uintptr(unsafe.Pointer(probe))))
 	cm, tag := collComm{c.pc}, st.ReserveTag()
-	names, err := coll.SetupAllgather(cm, name[:], tag) // rank 0's is the one
-	if err == nil && c.Rank() != 0 {
-		if n := names[0]; n[0] != 0 {
-			seg, _ = shm.Open(string(n[:bytes.IndexByte(n, 0)]), size)
-		}
+	recs, err := coll.SetupAllgather(cm, rec[:], tag)
+	var name []byte
+	if err == nil {
+		name = recs[0][:shmNameBytes]
+	}
+	if err == nil && c.Rank() != 0 && name[0] != 0 {
+		seg, _ = shm.Open(string(name[:bytes.IndexByte(name, 0)]), size)
 	}
 	all := false
 	if err == nil {
-		all, err = coll.SetupAgree(cm, seg != nil && names[0][0] != 0, tag)
+		all, err = coll.SetupAgree(cm, seg != nil && name[0] != 0, tag)
 	}
 	if c.Rank() == 0 && seg != nil {
 		_ = seg.Unlink()
 	}
+	var pids []int
+	if err == nil && all && cmaMin != 0 {
+		pids = cmaPeers(recs, c.Rank())
+		var every bool
+		every, err = coll.SetupAgree(cm, pids != nil, tag)
+		if !every {
+			pids = nil
+		}
+	}
+	runtime.KeepAlive(probe) // read by the peers until the agreement
 	if err != nil || !all {
 		closeSegment(seg)
 		return err
 	}
 	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Auto: auto, Oversubscribed: nodeOversubscribed,
-		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate, Progress: c.pc.Engine().Progress}); err != nil {
+		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate, Progress: c.pc.Engine().Progress,
+		Pids: pids, CMAMin: cmaMin}); err != nil {
 		closeSegment(seg)
 		return err
 	}
 	c.coll.shared = seg
 	return nil
+}
+
+// shmNameBytes bounds a segment's file name in the set-up exchange.
+const shmNameBytes = 256
+
+// cmaProbe is the value of a process's probe word: a peer that reads it
+// from pid's memory knows it read the right process at the right place.
+func cmaProbe(pid int) uint64 { return uint64(pid)*0x9e3779b97f4a7c15 ^ 0x676f6d7069780001 }
+
+// cmaPeers reads every peer's probe word (recs: every rank's set-up
+// record) from the peer's memory and returns the ranks' process ids, or
+// nil where some read fails (no right to trace the peer, say: Yama's
+// ptrace_scope, a container's seccomp filter).
+func cmaPeers(recs [][]byte, me int) []int {
+	pids := make([]int, len(recs))
+	var word [8]byte
+	for q, rec := range recs {
+		pids[q] = int(binary.LittleEndian.Uint64(rec[shmNameBytes:]))
+		if q == me {
+			continue
+		}
+		addr := uintptr(binary.LittleEndian.Uint64(rec[shmNameBytes+8:]))
+		if shm.ReadFrom(pids[q], word[:], addr) != nil || binary.LittleEndian.Uint64(word[:]) != cmaProbe(pids[q]) {
+			return nil
+		}
+	}
+	return pids
 }
 
 // closeShared unmaps c's segment (Free).

@@ -1,9 +1,13 @@
 package mpi
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"testing"
+	"unsafe"
 )
 
 func init() { scenarios["coll-mismatch"] = collMismatch }
@@ -113,4 +117,82 @@ func TestCollProgressP2P(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) { runJob(t, "coll-progress-p2p", n) })
 	}
+}
+
+func init() { scenarios["coll-single-copy"] = collSingleCopy }
+
+// collSingleCopy: collAll's checks with the job's long bcasts, allgathers
+// and alltoalls read straight from the owners' buffers (the test sets
+// GOMPIX_SHM_CMA_MIN), then an in-place alltoall; the single-copy counter
+// must have moved (every rank reads from its peers).
+func collSingleCopy(w *Comm) error {
+	before := ReadCounters().SingleCopyBytes
+	if err := collAll(w); err != nil {
+		return err
+	}
+	n, r := w.Size(), w.Rank()
+	const count = 5000
+	buf := make([]int32, count*n)
+	for d := 0; d < n; d++ {
+		for i := 0; i < count; i++ {
+			buf[d*count+i] = val(r*n+d, i)
+		}
+	}
+	if err := w.Alltoall(InPlace, Slice(buf)); err != nil {
+		return fmt.Errorf("alltoall in place: %w", err)
+	}
+	for q := 0; q < n; q++ {
+		for i := 0; i < count; i++ {
+			if buf[q*count+i] != val(q*n+r, i) {
+				return fmt.Errorf("alltoall in place: block %d [%d] = %d", q, i, buf[q*count+i])
+			}
+		}
+	}
+	if got := ReadCounters().SingleCopyBytes - before; n > 1 && got == 0 {
+		return fmt.Errorf("rank %d read nothing single copy", r)
+	}
+	return nil
+}
+
+// TestSingleCopy runs collSingleCopy with every contribution of a byte or
+// more single copy, on 2 and 3 ranks.
+func TestSingleCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process runs skipped in -short mode")
+	}
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			runJobEnv(t, []string{"GOMPIX_SHM_CMA_MIN=1"}, "coll-single-copy", n)
+		})
+	}
+}
+
+// cmaPeers accepts the records of processes it can read, with the right
+// probe word where they say, and refuses any other.
+func TestCMAPeers(t *testing.T) {
+	probe := new(uint64)
+	*probe = cmaProbe(os.Getpid())
+	rec := func(pid int, addr uintptr) []byte {
+		b := make([]byte, shmNameBytes+16)
+		binary.LittleEndian.PutUint64(b[shmNameBytes:], uint64(pid))
+		binary.LittleEndian.PutUint64(b[shmNameBytes+8:], uint64(addr))
+		return b
+	}
+	me := os.Getpid()
+	good := rec(me, uintptr(unsafe.Pointer(probe)))
+	if pids := cmaPeers([][]byte{good, good}, 0); len(pids) != 2 || pids[1] != me {
+		t.Errorf("readable peer: pids %v", pids)
+	}
+	other := new(uint64) // the wrong word: not this process's probe value
+	for name, bad := range map[string][]byte{
+		"wrong word":    rec(me, uintptr(unsafe.Pointer(other))),
+		"no such page":  rec(me, 8),
+		"no such pid":   rec(1<<22+17, uintptr(unsafe.Pointer(probe))),
+		"another's pid": rec(os.Getppid(), uintptr(unsafe.Pointer(probe))),
+	} {
+		if pids := cmaPeers([][]byte{good, bad}, 0); pids != nil {
+			t.Errorf("%s: pids %v, want none", name, pids)
+		}
+	}
+	runtime.KeepAlive(probe)
 }

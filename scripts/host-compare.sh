@@ -1,29 +1,37 @@
 #!/bin/bash
-# host-compare.sh: gompix against Open MPI (pml ucx) on this machine, in
-# interleaved rounds: 8-byte and 1 KiB ping-pong, then the five collectives
-# of issue 3 at 8 B, 1 KiB, 64 KiB and 1 MiB, at 2 and 4 ranks. Each line is
-# one run: "<what> <size> gompix <µs> ompi <µs>".
+# host-compare.sh: gompix against Open MPI on this machine, in interleaved
+# rounds: 8-byte and 1 KiB ping-pong, then the five collectives of issue 3
+# at 8 B, 1 KiB, 64 KiB and 1 MiB, at 2 and 4 ranks. Open MPI runs twice:
+# over UCX (pml ucx, "ompi") and with Debian's default (pml ob1 with the
+# vader shared-memory transport, "ob1"). Each line is one run:
+# "round <r> <what> <size> gompix <µs> ompi <µs> ob1 <µs>";
+# scripts/host-summary.py makes medians of them.
 #
 #   make build && mpicc -O2 -o /tmp/mpi_bench scripts/mpi_bench.c
-#   scripts/host-compare.sh [rounds] [latency|coll|all]
+#   scripts/host-compare.sh [rounds] [latency|coll|all] | tee /tmp/hc.txt
+#   scripts/host-summary.py /tmp/hc.txt
 set -u
 rounds=${1:-3}
 what=${2:-all}
 G="bin/gompirun"
 X="bin/gompix"
 B=${MPI_BENCH:-/tmp/mpi_bench}
-M="mpirun.openmpi --allow-run-as-root --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
+M1="mpirun.openmpi --allow-run-as-root"
+M="$M1 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
 sizes="8 1024 65536 1048576"
 
 # field SIZE: the value column of an OSU row of that size (stdin).
 field() { awk -v s="$1" '$1 == s { print $2 }'; }
+# bfield WHAT SIZE: the value of mpi_bench's row for WHAT at SIZE (stdin).
+bfield() { awk -v c="$1" -v s="$2" '$1 == c && $2 == s { print $3 }'; }
 
 for r in $(seq 1 "$rounds"); do
 	if [ "$what" != coll ]; then
 		g=$($G -n 2 $X osu latency -m 8:1024)
 		o=$($M -n 2 $B latency 8 1024 2>&1)
+		v=$($M1 -n 2 $B latency 8 1024 2>&1)
 		for s in 8 1024; do
-			echo "round $r latency $s gompix $(echo "$g" | field $s) ompi $(echo "$o" | awk -v s=$s '$1 == "latency" && $2 == s { print $3 }')"
+			echo "round $r latency $s gompix $(echo "$g" | field $s) ompi $(echo "$o" | bfield latency $s) ob1 $(echo "$v" | bfield latency $s)"
 		done
 	fi
 	[ "$what" = latency ] && continue
@@ -33,8 +41,9 @@ for r in $(seq 1 "$rounds"); do
 		for c in allreduce bcast reduce allgather alltoall; do
 			g=$($G -n $n $X osu $c -m 8:1048576)
 			o=$($M $extra -n $n $B $c $sizes 2>&1)
+			v=$($M1 $extra -n $n $B $c $sizes 2>&1)
 			for s in $sizes; do
-				echo "round $r $c/$n $s gompix $(echo "$g" | field $s) ompi $(echo "$o" | awk -v s=$s -v c=$c '$1 == c && $2 == s { print $3 }')"
+				echo "round $r $c/$n $s gompix $(echo "$g" | field $s) ompi $(echo "$o" | bfield $c $s) ob1 $(echo "$v" | bfield $c $s)"
 			done
 		done
 	done

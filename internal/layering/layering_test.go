@@ -16,7 +16,7 @@ const module = "github.com/gompix/gompix"
 // packages it may import. Longest matching key wins. internal/dtype,
 // internal/config and internal/spin are leaves every layer may use;
 // internal/lock and internal/cpubind are leaves package mpi uses,
-// internal/shm one that mpi and coll use (DESIGN.md §1: mpi ─>
+// internal/shm one that mpi, coll and pt2pt/ucx (its CMA probe) use (DESIGN.md §1: mpi ─>
 // internal/...).
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"pt2pt":            {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":     {"pt2pt"},
 	"pt2pt/gpu":        {"pt2pt", "internal/cudadrv", "internal/config"},
-	"pt2pt/ucx":        {"pt2pt", "ucxbind", "internal/cudadrv", "internal/config", "internal/dtype"},
+	"pt2pt/ucx":        {"pt2pt", "ucxbind", "internal/cudadrv", "internal/config", "internal/dtype", "internal/shm"},
 	"launcher":         {"internal/wireup", "internal/config", "internal/gputopo"},
 	"internal/wireup":  {},
 	"internal/gputopo": {},

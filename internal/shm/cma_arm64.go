@@ -1,0 +1,7 @@
+//go:build linux
+
+package shm
+
+import "syscall"
+
+const sysProcessVMReadv = syscall.SYS_PROCESS_VM_READV

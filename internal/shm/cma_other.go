@@ -1,0 +1,7 @@
+//go:build !linux || !(amd64 || arm64)
+
+package shm
+
+// ReadFrom fails: cross-memory attach is used on Linux (amd64, arm64)
+// only.
+func ReadFrom(pid int, dst []byte, addr uintptr) error { return ErrUnsupported }
