@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -52,6 +53,14 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 		slot = r.IntN(slot/2 + 1)
 	}
 	seg := sharedMem(c.p, slot)
+	// Sometimes the ranks may read each other's memory (goroutines of one
+	// process: its pid for every rank), and bcast, allgather and alltoall
+	// contributions from a random size on go single copy.
+	var pids []int
+	cmaMin := 0
+	if r.IntN(2) == 0 {
+		pids, cmaMin = selfPids(c.p), 1+r.IntN(caseBytes(c)+1)
+	}
 	// A blocking call as package mpi makes it: started outside the
 	// progress domain (State.SetCallBlocking).
 	outside := blocking && r.IntN(2) == 0
@@ -66,7 +75,7 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 		}
 		s := coll.NewState(cm, o)
 		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Oversubscribed: c.p > runtime.GOMAXPROCS(0),
-			Truncate: colltest.ErrTruncate}); err != nil {
+			Truncate: colltest.ErrTruncate, Pids: pids, CMAMin: cmaMin}); err != nil {
 			return err
 		}
 		b := &c.bufs[cm.Rank()]
@@ -123,6 +132,15 @@ func caseBytes(c *tcase) int {
 		n = max(n, len(b.full), len(b.send))
 	}
 	return n
+}
+
+// selfPids is Shared.Pids for p goroutine ranks of this process.
+func selfPids(p int) []int {
+	pids := make([]int, p)
+	for i := range pids {
+		pids[i] = os.Getpid()
+	}
+	return pids
 }
 
 // sharedMem is a segment for p ranks as the goroutine ranks of one test

@@ -14,13 +14,20 @@ import (
 )
 
 // withShared gives every rank's State of a colltest world the same
-// segment.
+// segment, where contributions of sharedCMAMin bytes or more of the
+// single-copy kinds are read straight from their owners.
 func withShared(seg []byte, slot, p int) func(*coll.State) error {
 	return func(s *coll.State) error {
 		return s.SetShared(coll.Shared{Mem: seg, Slot: slot, Oversubscribed: p > runtime.GOMAXPROCS(0),
-			Truncate: colltest.ErrTruncate})
+			Truncate: colltest.ErrTruncate, Pids: selfPids(p), CMAMin: sharedCMAMin})
 	}
 }
+
+// sharedCMAMin is withShared's Shared.CMAMin: below TestSharedSequence's
+// slot, so that its bcasts, allgathers and alltoalls take the slots up to
+// it and single copy from it on, its reduces and allreduces the slots up
+// to the slot size and messages beyond.
+const sharedCMAMin = 256
 
 // TestSharedSequence runs long sequences of collectives of every kind on
 // one State per rank with a shared segment: the calls that fit run in it
@@ -58,6 +65,7 @@ func TestSharedSequence(t *testing.T) {
 			}
 			seg := sharedMem(p, slot)
 			w := colltest.NewWorld(p)
+			copied := coll.SingleCopyBytes()
 			err := w.Run(runTimeout, func(cm *colltest.Comm) error {
 				rk := cm.Rank()
 				s := coll.NewState(cm, perRank(nil))
@@ -89,6 +97,9 @@ func TestSharedSequence(t *testing.T) {
 			checkCases(t, "", cases)
 			if u, pend := w.Pending(); u != 0 || pend != 0 {
 				t.Fatalf("%d unmatched messages, %d unmatched receives left", u, pend)
+			}
+			if coll.SingleCopyBytes() == copied {
+				t.Error("no call went single copy")
 			}
 		})
 	}
