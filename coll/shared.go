@@ -130,7 +130,8 @@ type Shared struct {
 	Pids []int
 	// CMAMin is the smallest contribution, in bytes, that goes single
 	// copy where Pids allow it: -1 chooses by collective, ranks and cores
-	// (sharedCMAAuto); 0 never.
+	// (sharedCMAAuto: what does not fit the slots, where measured to
+	// win); 0 never.
 	CMAMin int
 }
 
@@ -196,13 +197,29 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 	return 1 << 20
 }
 
-// sharedCMAAuto is the smallest contribution of kind k (a single-copy
-// kind) that goes single copy by default on p ranks.
-func sharedCMAAuto(k Kind, p int, oversubscribed bool) int {
-	if p <= 2 {
-		return 16<<10 + 1
+// sharedCMAAuto reports whether contributions of kind k (a single-copy
+// kind) that do not fit the slots go single copy by default on p ranks
+// (rather than as messages). Measured with OSU, single copy against the
+// slots and messages (docs/performance-host.md, session 11): with a core
+// per rank (the GPU machine; the 2-core machine's 2 ranks) it won for
+// every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
+// against 11.2-11.6 on the GPU machine, 7.0-11.0 against 10.6-11.3 on the
+// 2-core one; 2-rank bcast and allgather the same way), and beyond 2
+// ranks for allgather and alltoall (4 ranks: a 1 MiB allgather 518-528
+// against 698-753, 64 KiB alltoall blocks 29-31 against 33-43) but not
+// for bcast, whose readers all read the root's pages at once (4 ranks, 1
+// MiB: 334-389 against 230-287 through the slots). With ranks
+// outnumbering cores (4 on 2), a rank whose buffer is read waits for
+// readers that may not be running: only bcast won (1 MiB 161-198 against
+// 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820).
+func sharedCMAAuto(k Kind, p int, oversubscribed bool) bool {
+	switch {
+	case oversubscribed:
+		return k == Bcast
+	case p <= 2:
+		return true
 	}
-	return sharedAuto(k, p, oversubscribed) + 1
+	return k != Bcast
 }
 
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
@@ -258,8 +275,8 @@ func (s *State) SetShared(sh Shared) error {
 		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
 		case sh.CMAMin > 0:
 			g.cmaMin[k] = sh.CMAMin
-		default:
-			g.cmaMin[k] = sharedCMAAuto(k, p, sh.Oversubscribed)
+		case sharedCMAAuto(k, p, sh.Oversubscribed):
+			g.cmaMin[k] = max(g.limit[k], 0) + 1 // beyond the slots
 		}
 	}
 	s.sh = g

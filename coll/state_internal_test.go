@@ -217,3 +217,72 @@ func TestSharedAutoLimits(t *testing.T) {
 		t.Errorf("allreduce on 4 ranks: 64 KiB fits %v, one byte more %v", (s.sharedWay(Allreduce, 64<<10) != asMessages), (s.sharedWay(Allreduce, 64<<10+1) != asMessages))
 	}
 }
+
+type twoRanks struct{ nullComm }
+
+func (twoRanks) Size() int { return 2 }
+
+// The single-copy defaults (sharedCMAAuto), as SetShared applies them:
+// beyond the slots, by collective, ranks and oversubscription; never
+// without process ids, with CMAMin 0, or for a collective forced to
+// another algorithm; from CMAMin on where it is given.
+func TestSharedCMAAuto(t *testing.T) {
+	lookup := func(name string) (string, bool) {
+		if name == Alltoall.VarName() {
+			return "pairwise", true
+		}
+		return "", false
+	}
+	mem := make([]byte, SharedSize(4, 1<<20)+64)
+	off := (64 - int(uintptr(unsafe.Pointer(&mem[0]))%64)) % 64
+	type want struct {
+		k    Kind
+		w    int
+		mode sharedMode
+	}
+	for _, tc := range []struct {
+		name  string
+		c     Comm
+		sh    Shared
+		wants []want
+	}{
+		{"2 ranks", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
+			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
+			{Alltoall, 16<<10 + 1, asMessages}, // forced to pairwise
+			{Reduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
+		}},
+		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
+			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
+			{Allgather, 1 << 20, throughSlots}, {Allgather, 1<<20 + 1, singleCopy},
+			{Allreduce, 64<<10 + 1, asMessages},
+		}},
+		{"4 ranks, a smaller slot", fourRanks{}, Shared{Slot: 512 << 10, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
+			{Allgather, 512 << 10, throughSlots}, {Allgather, 512<<10 + 1, singleCopy},
+		}},
+		{"4 ranks on 2 cores", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
+			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
+		}},
+		{"no process ids", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
+		{"CMAMin 0", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
+		{"CMAMin 100", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: 100}, []want{
+			{Bcast, 99, throughSlots}, {Bcast, 100, singleCopy}, {Allgather, 100, singleCopy},
+			{Reduce, 100, throughSlots}, {Barrier, 0, throughSlots},
+		}},
+	} {
+		s := NewState(tc.c, &Options{Lookup: lookup})
+		tc.sh.Mem = mem[off:]
+		if err := s.SetShared(tc.sh); err != nil {
+			t.Fatal(err)
+		}
+		s.sync = true
+		for _, w := range tc.wants {
+			if got := s.sharedWay(w.k, w.w); got != w.mode {
+				t.Errorf("%s: sharedWay(%v, %d) = %d, want %d", tc.name, w.k, w.w, got, w.mode)
+			}
+		}
+	}
+	s := NewState(twoRanks{}, nil)
+	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 64, Pids: []int{1}}); err == nil {
+		t.Error("one process id for two ranks accepted")
+	}
+}
