@@ -211,7 +211,11 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // MiB: 334-389 against 230-287 through the slots). With ranks
 // outnumbering cores (4 on 2), a rank whose buffer is read waits for
 // readers that may not be running: only bcast won (1 MiB 161-198 against
-// 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820).
+// 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820). A
+// 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
+// (6.3-6.8 against 12.0-12.2 on the 2-core machine) and was level with
+// messages from 64 KiB to 1 MiB; beyond 2 ranks the root would read every
+// contribution itself, where the binomial tree spreads the work.
 func sharedCMAAuto(k Kind, p int, oversubscribed bool) bool {
 	switch {
 	case oversubscribed:
@@ -219,7 +223,7 @@ func sharedCMAAuto(k Kind, p int, oversubscribed bool) bool {
 	case p <= 2:
 		return true
 	}
-	return k != Bcast
+	return k == Allgather || k == Alltoall
 }
 
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
@@ -310,9 +314,9 @@ const (
 	singleCopy                     // the data is read from its owner's buffer
 )
 
-// singleCopyKind reports whether kind k has a single-copy way (the others
-// read every contribution at once to fold it, or move none).
-func singleCopyKind(k Kind) bool { return k == Bcast || k == Allgather || k == Alltoall }
+// singleCopyKind reports whether kind k has a single-copy way (allreduce
+// would have every rank read every contribution; barrier moves none).
+func singleCopyKind(k Kind) bool { return k == Bcast || k == Reduce || k == Allgather || k == Alltoall }
 
 // done is the Request of a call that completed inside its start.
 type done struct{}
@@ -423,15 +427,20 @@ func (g *shared) finished(n uint64) {
 // after finishing this one, also where it failed a check before reading).
 func (g *shared) release(n uint64) {
 	for q := range g.p {
-		if q == g.r {
-			continue
+		if q != g.r {
+			g.releasedBy(q, n)
 		}
-		fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
-		next := g.header(q, n+1)
-		for i := 0; atomic.LoadUint64(fin) < n && atomic.LoadUint64(next) <= n; i++ {
-			if i >= g.spin {
-				g.idle(i - g.spin)
-			}
+	}
+}
+
+// releasedBy waits until rank q, the one reader of what this rank offered
+// for call n (a reduce's root), has finished (see release).
+func (g *shared) releasedBy(q int, n uint64) {
+	fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
+	next := g.header(q, n+1)
+	for i := 0; atomic.LoadUint64(fin) < n && atomic.LoadUint64(next) <= n; i++ {
+		if i >= g.spin {
+			g.idle(i - g.spin)
 		}
 	}
 }

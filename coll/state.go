@@ -267,8 +267,8 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 			return nil, err
 		}
 	}
-	if s.sharedWay(k, n) != asMessages {
-		return finish(s.sharedReduce(send, recv, n, t, op, root))
+	if way := s.sharedWay(k, n); way != asMessages {
+		return finish(s.sharedReduce(send, recv, n, t, op, root, way == singleCopy))
 	}
 	if pl := s.repeat(k, t, op, count, root, inPlace); pl != nil {
 		return s.run(pl, op, t, send, recv, tag)
