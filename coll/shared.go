@@ -161,6 +161,7 @@ type shared struct {
 	limit    [numKinds]int // largest slot contribution per kind; -1: the kind's algorithm is forced to something else
 	pids     []int         // the ranks' process ids (Shared.Pids); nil: no single copy
 	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
+	cmaMax   [numKinds]int // largest single-copy contribution per kind
 	scratch  []byte        // an in-place alltoall's send blocks, offered for single copy
 }
 
@@ -199,7 +200,7 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 
 // sharedCMAAuto reports whether contributions of kind k (a single-copy
 // kind) that do not fit the slots go single copy by default on p ranks
-// (rather than as messages). Measured with OSU, single copy against the
+// (rather than as messages), up to max bytes. Measured with OSU, single copy against the
 // slots and messages (docs/performance-host.md, session 11): with a core
 // per rank (the GPU machine; the 2-core machine's 2 ranks) it won for
 // every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
@@ -213,17 +214,21 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // readers that may not be running: only bcast won (1 MiB 161-198 against
 // 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820). A
 // 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
-// (6.3-6.8 against 12.0-12.2 on the 2-core machine) and was level with
-// messages from 64 KiB to 1 MiB; beyond 2 ranks the root would read every
-// contribution itself, where the binomial tree spreads the work.
-func sharedCMAAuto(k Kind, p int, oversubscribed bool) bool {
+// (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
+// messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
+// machine (126 against 98): so up to 64 KiB (max). Beyond 2 ranks the
+// root would read every contribution itself (4 ranks, 1 MiB: 838 against
+// 256), where the binomial tree spreads the work.
+func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, max int) {
 	switch {
 	case oversubscribed:
-		return k == Bcast
-	case p <= 2:
-		return true
+		return k == Bcast, math.MaxInt
+	case p > 2:
+		return k == Allgather || k == Alltoall, math.MaxInt
+	case k == Reduce:
+		return true, 64 << 10
 	}
-	return k == Allgather || k == Alltoall
+	return true, math.MaxInt
 }
 
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
@@ -274,13 +279,13 @@ func (s *State) SetShared(sh Shared) error {
 		default:
 			g.limit[k] = sh.Slot
 		}
-		g.cmaMin[k] = math.MaxInt
-		switch {
+		g.cmaMin[k], g.cmaMax[k] = math.MaxInt, math.MaxInt
+		switch ok, most := sharedCMAAuto(k, p, sh.Oversubscribed); {
 		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
 		case sh.CMAMin > 0:
 			g.cmaMin[k] = sh.CMAMin
-		case sharedCMAAuto(k, p, sh.Oversubscribed):
-			g.cmaMin[k] = max(g.limit[k], 0) + 1 // beyond the slots
+		case ok:
+			g.cmaMin[k], g.cmaMax[k] = max(g.limit[k], 0)+1, most // beyond the slots
 		}
 	}
 	s.sh = g
@@ -289,7 +294,8 @@ func (s *State) SetShared(sh Shared) error {
 
 // sharedWay is how a call of kind k whose contribution is w bytes runs:
 // in the segment only where one is set and the call is blocking, on the
-// host, not on a stream; single copy from Shared.CMAMin on, through the
+// host, not on a stream; single copy from Shared.CMAMin on (up to the
+// measured bound, sharedCMAAuto, where the size is chosen), through the
 // slots within the kind's limit (which a forced algorithm other than shm
 // makes -1), otherwise as messages.
 func (s *State) sharedWay(k Kind, w int) sharedMode {
@@ -297,7 +303,7 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 	switch {
 	case g == nil || !(s.blocking || s.sync) || s.onDev || s.stream != 0:
 		return asMessages
-	case w >= g.cmaMin[k]:
+	case w >= g.cmaMin[k] && w <= g.cmaMax[k]:
 		return singleCopy
 	case w <= g.limit[k]:
 		return throughSlots

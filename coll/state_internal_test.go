@@ -249,7 +249,8 @@ func TestSharedCMAAuto(t *testing.T) {
 		{"2 ranks", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
 			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
 			{Alltoall, 16<<10 + 1, asMessages}, // forced to pairwise
-			{Reduce, 16<<10 + 1, singleCopy}, {Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
+			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 64<<10 + 1, asMessages},
+			{Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
 		}},
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
@@ -266,7 +267,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		{"CMAMin 0", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 100", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: 100}, []want{
 			{Bcast, 99, throughSlots}, {Bcast, 100, singleCopy}, {Allgather, 100, singleCopy},
-			{Reduce, 100, singleCopy}, {Allreduce, 100, throughSlots}, {Barrier, 0, throughSlots},
+			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, throughSlots}, {Barrier, 0, throughSlots},
 		}},
 	} {
 		s := NewState(tc.c, &Options{Lookup: lookup})
