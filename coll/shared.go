@@ -444,8 +444,13 @@ func (g *shared) release(n uint64) {
 func (g *shared) releasedBy(q int, n uint64) {
 	fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
 	next := g.header(q, n+1)
-	for i := 0; atomic.LoadUint64(fin) < n && atomic.LoadUint64(next) <= n; i++ {
+	for i := 0; atomic.LoadUint64(fin) < n; i++ {
+		// A reader that failed before reading has gone on to a later
+		// call: checked only past the spin, as rare.
 		if i >= g.spin {
+			if atomic.LoadUint64(next) > n {
+				return
+			}
 			g.idle(i - g.spin)
 		}
 	}
