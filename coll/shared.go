@@ -136,9 +136,13 @@ type Shared struct {
 }
 
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
-// then yield the processor between polls, then sleep between polls.
+// then yield the processor between polls, then sleep between polls. With
+// a core per rank the spin outlasts a peer's single copy of 64 KiB: after
+// 2048 polls (a few µs) a 2-rank 64 KiB bcast waited in the yields and
+// progress turns, 7.3-8.2 µs with 1.5-2 µs between the ranks, against
+// 5.9-6.9 and 0.1 with 32768 (docs/performance-host.md, session 11).
 const (
-	sharedSpin      = 1 << 11 // a few µs of loads
+	sharedSpin      = 1 << 15 // some tens of µs of loads, to cover a 64 KiB single copy
 	sharedSpinOver  = 64      // oversubscribed: the peer needs this core
 	sharedYields    = 2000    // about 1 ms of sched_yield calls
 	sharedSleep     = 20 * time.Microsecond
