@@ -7,8 +7,9 @@
 //
 // coll sits above point-to-point and below package mpi (DESIGN.md §1). It
 // defines the interface it consumes (Comm, Request) and imports only
-// internal/dtype, internal/config, internal/shm (the release store of the
-// shared-memory collectives) and the standard library; the pt2pt engine and the
+// internal/dtype, internal/config, internal/shm (the release store and the
+// cross-memory reads of the shared-memory collectives) and the standard
+// library; the pt2pt engine and the
 // in-process transport of coll/colltest implement Comm. Device memory plugs
 // in through a second Space (SetDevice, UseDevice): its Mem runs the local
 // steps as device kernels and its Comm posts device-memory messages, and
@@ -40,8 +41,10 @@
 // short blocking barrier, bcast, reduce, allreduce, allgather or alltoall
 // on host buffers runs there, each rank writing its contribution into a
 // slot of its own and reading its peers' in place, without messages
-// (shared.go and the *_shm.go algorithms, catalog name "shm"). Those are
-// not schedules: they run inside the call, and only blocking calls use
+// (shared.go and the *_shm.go algorithms, catalog name "shm"); where the
+// ranks may read each other's memory (Shared.Pids), a long bcast, reduce,
+// allgather or alltoall reads its data straight from the buffer of the
+// rank that has it instead (single copy). Those are not schedules: they run inside the call, and only blocking calls use
 // them (MPI never matches a blocking collective with a nonblocking one).
 //
 // A catalog (Catalog) lists the algorithms with their restrictions; Select
