@@ -37,23 +37,7 @@ func (s *State) sharedAllgather(send, recv []byte, nb int, single bool) error {
 	if send != nil {
 		copy(own, src)
 	}
-	var err error
-	for i := 1; i < g.p && err == nil; i++ {
-		q := (g.r + i) % g.p
-		if err = g.check(q, n, d); err != nil {
-			break
-		}
-		if single {
-			err = g.fetch(q, n, recv[q*nb:(q+1)*nb], 0)
-		} else {
-			copy(recv[q*nb:(q+1)*nb], g.data(q, n, nb))
-		}
-	}
-	if single {
-		g.finished(n)
-		g.release(n)
-		runtime.KeepAlive(send)
-		runtime.KeepAlive(recv)
-	}
+	err := g.collect(n, d, recv, nb, 0, nb, single)
+	runtime.KeepAlive(send)
 	return err
 }

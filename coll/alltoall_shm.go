@@ -45,23 +45,7 @@ func (s *State) sharedAlltoall(send, recv []byte, nb int, single bool) error {
 		g.publish(n, d, send[:all])
 	}
 	copy(recv[r*nb:(r+1)*nb], send[r*nb:(r+1)*nb])
-	var err error
-	for i := 1; i < g.p && err == nil; i++ {
-		q := (r + i) % g.p
-		if err = g.check(q, n, d); err != nil {
-			break
-		}
-		if single {
-			err = g.fetch(q, n, recv[q*nb:(q+1)*nb], r*nb)
-		} else {
-			copy(recv[q*nb:(q+1)*nb], g.data(q, n, all)[r*nb:])
-		}
-	}
-	if single {
-		g.finished(n)
-		g.release(n)
-		runtime.KeepAlive(send)
-		runtime.KeepAlive(recv)
-	}
+	err := g.collect(n, d, recv, nb, r*nb, all, single)
+	runtime.KeepAlive(send)
 	return err
 }

@@ -53,8 +53,8 @@ import (
 // are erroneous in a way nobody can see from either side.
 //
 // Single copy: where the ranks may read each other's memory (Shared.Pids:
-// cross-memory attach, process_vm_readv), a long bcast, allgather or
-// alltoall does not go through the slots at all: each rank offers the
+// cross-memory attach, process_vm_readv), a long bcast, reduce, allgather
+// or alltoall does not go through the slots at all: each rank offers the
 // address of its buffer in its slot, the ranks that need the data read it
 // from there with one kernel copy (internal/shm.ReadFrom), mark themselves
 // finished in their header, and a rank whose buffer was read waits for
@@ -124,9 +124,9 @@ type Shared struct {
 	Progress func() bool
 	// Pids, when not nil, are the ranks' process ids, by rank, where
 	// every rank may read every other rank's memory (cross-memory attach:
-	// the caller checked it): long bcasts, allgathers and alltoalls then
-	// read their data straight from the buffers of the ranks that have it
-	// (single copy).
+	// the caller checked it): long bcasts, reduces, allgathers and
+	// alltoalls then read their data straight from the buffers of the
+	// ranks that have it (single copy).
 	Pids []int
 	// CMAMin is the smallest contribution, in bytes, that goes single
 	// copy where Pids allow it: -1 chooses by collective, ranks and cores
@@ -166,7 +166,7 @@ type shared struct {
 	pids     []int         // the ranks' process ids (Shared.Pids); nil: no single copy
 	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
 	cmaMax   [numKinds]int // largest single-copy contribution per kind
-	scratch  []byte        // an in-place alltoall's send blocks, offered for single copy
+	scratch  []byte        // single copy: an in-place alltoall's send blocks; a reduce's pieces
 }
 
 // sharedAuto is the largest slot contribution of kind k that runs in the
@@ -204,8 +204,9 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 
 // sharedCMAAuto reports whether contributions of kind k (a single-copy
 // kind) that do not fit the slots go single copy by default on p ranks
-// (rather than as messages), up to max bytes. Measured with OSU, single copy against the
-// slots and messages (docs/performance-host.md, session 11): with a core
+// (rather than as messages), up to max bytes. Measured with OSU, single
+// copy against the slots and messages (docs/performance-host.md, session
+// 11): with a core
 // per rank (the GPU machine; the 2-core machine's 2 ranks) it won for
 // every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
 // against 11.2-11.6 on the GPU machine, 7.0-11.0 against 10.6-11.3 on the
@@ -424,6 +425,34 @@ var singleCopied atomic.Int64
 // SingleCopyBytes is the number of bytes this process's shared-memory
 // collectives have read straight from other ranks' buffers (single copy).
 func SingleCopyBytes() int64 { return singleCopied.Load() }
+
+// collect fills block q of recv (nb bytes each) for every peer q, peers
+// in order from the next rank on, with bytes [off, off+nb) of q's
+// contribution to call n (described by d): from its slot, whose data is
+// slotBytes long, or, single copy, from the buffer q offered; then, single
+// copy, marks this rank finished and waits until its own readers are
+// (release: the caller's offered buffer must live until then).
+func (g *shared) collect(n, d uint64, recv []byte, nb, off, slotBytes int, single bool) error {
+	var err error
+	for i := 1; i < g.p && err == nil; i++ {
+		q := (g.r + i) % g.p
+		dst := recv[q*nb : (q+1)*nb]
+		if err = g.check(q, n, d); err != nil {
+			break
+		}
+		if single {
+			err = g.fetch(q, n, dst, off)
+		} else {
+			copy(dst, g.data(q, n, slotBytes)[off:])
+		}
+	}
+	if single {
+		g.finished(n)
+		g.release(n)
+	}
+	runtime.KeepAlive(recv)
+	return err
+}
 
 // finished marks this rank done with the single-copy reads of call n
 // (whether they succeeded or not: a rank whose buffer was offered waits

@@ -105,12 +105,15 @@ func (c *Comm) setupShared(st *coll.State) error {
 	if c.Rank() == 0 && seg != nil {
 		_ = seg.Unlink()
 	}
+	// Single copy where every rank can read every peer and wants it (a
+	// rank with GOMPIX_SHM_CMA_MIN=0 turns it off for all).
 	var pids []int
-	if err == nil && all && cmaMin != 0 {
-		pids = cmaPeers(recs, c.Rank())
+	if err == nil && all {
+		if cmaMin != 0 {
+			pids = cmaPeers(recs, c.Rank())
+		}
 		var every bool
-		every, err = coll.SetupAgree(cm, pids != nil, tag)
-		if !every {
+		if every, err = coll.SetupAgree(cm, pids != nil, tag); !every {
 			pids = nil
 		}
 	}
