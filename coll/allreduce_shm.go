@@ -1,16 +1,32 @@
 package coll
 
-import "github.com/gompix/gompix/internal/dtype"
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/gompix/gompix/internal/dtype"
+)
 
 // Allreduce "shm" (shared-memory segment, see shared.go).
 //
-// Every rank publishes its contribution in its slot, then folds all of
-// them in rank order, right to left, from the slots into its receive
-// buffer (reduce_shm.go's fold): every rank computes the same expression
-// in the same order, so all get the same bits.
+// Through the slots: every rank publishes its contribution in its slot,
+// then folds all of them in rank order, right to left, from the slots into
+// its receive buffer (reduce_shm.go's fold): every rank computes the same
+// expression in the same order, so all get the same bits.
 //
-// Cost: nβ_mem + (p-1)(λ + nβ_mem + nγ) per rank, in parallel.
-func (s *State) sharedAllreduce(send, recv []byte, nb int, t dtype.Type, op Op) error {
+// Single copy, a reduce-scatter then an allgather, both read from the
+// peers' buffers: every rank offers its send buffer (in place, its receive
+// buffer) and its receive buffer; rank r reads block r of every peer's
+// contribution and folds the block in rank order into block r of its
+// receive buffer, marks that stage done, then reads every peer's reduced
+// block from the peer's receive buffer once the peer has marked its stage
+// (which also tells that the peer has read this rank's contribution, so
+// that in place its blocks may be overwritten), and returns once every
+// peer has read its block.
+//
+// Cost (n the vector): through the slots, nβ_mem + (p-1)(λ + nβ_mem + nγ)
+// per rank, in parallel; single copy, 2(p-1)(λ + (n/p)β_cma) + (p-1)(n/p)γ.
+func (s *State) sharedAllreduce(send, recv []byte, nb int, t dtype.Type, op Op, single bool) error {
 	g := s.sh
 	n := g.begin()
 	d := desc(Allreduce, t, 0, nb)
@@ -19,9 +35,59 @@ func (s *State) sharedAllreduce(send, recv []byte, nb int, t dtype.Type, op Op) 
 		own = recv
 	}
 	g.claim(n)
+	if single {
+		return s.singleAllreduce(n, d, send, recv[:nb], t, op)
+	}
 	g.publish(n, d, own[:nb])
 	if send == nil && g.r != g.p-1 {
 		own = g.data(g.r, n, nb) // recv is overwritten first
 	}
 	return s.sharedFold(n, d, own[:nb], recv[:nb], t, op)
+}
+
+// block is the byte range of block q of a vector of nb bytes of esz-byte
+// elements cut in p blocks (the first nb/esz mod p blocks one element
+// longer).
+func block(q, p, nb, esz int) (lo, hi int) {
+	count := nb / esz
+	per, extra := count/p, count%p
+	lo = q*per + min(q, extra)
+	hi = lo + per
+	if q < extra {
+		hi++
+	}
+	return lo * esz, hi * esz
+}
+
+// singleAllreduce is sharedAllreduce's single-copy way (claim(n) has
+// returned).
+func (s *State) singleAllreduce(n, d uint64, send, recv []byte, t dtype.Type, op Op) error {
+	g := s.sh
+	nb := len(recv)
+	if send == nil {
+		g.offer2(n, d, recv, recv)
+	} else {
+		g.offer2(n, d, send[:nb], recv)
+	}
+	lo, hi := block(g.r, g.p, nb, t.Size())
+	var own []byte // in place: the block is in recv
+	if send != nil {
+		own = send[lo:hi]
+	}
+	err := s.singleFold(n, d|sharedSingle, own, recv[lo:hi], t, op, lo)
+	g.reach(n, 0)
+	for i := 1; i < g.p && err == nil; i++ {
+		q := (g.r + i) % g.p
+		ql, qh := block(q, g.p, nb, t.Size())
+		if !g.reached(q, n, 0) {
+			err = fmt.Errorf("coll: %v: rank %d left the call: %w", Allreduce, q, ErrCount)
+			break
+		}
+		err = g.fetchSecond(q, n, recv[ql:qh], ql)
+	}
+	g.finished(n)
+	g.release(n)
+	runtime.KeepAlive(send)
+	runtime.KeepAlive(recv)
+	return err
 }

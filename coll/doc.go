@@ -43,8 +43,8 @@
 // slot of its own and reading its peers' in place, without messages
 // (shared.go and the *_shm.go algorithms, catalog name "shm"); where the
 // ranks may read each other's memory (Shared.Pids), a long bcast, reduce,
-// allgather or alltoall reads its data straight from the buffer of the
-// rank that has it instead (single copy). Those are not schedules: they run inside the call, and only blocking calls use
+// allreduce, allgather or alltoall reads its data straight from the
+// buffer of the rank that has it instead (single copy). Those are not schedules: they run inside the call, and only blocking calls use
 // them (MPI never matches a blocking collective with a nonblocking one).
 //
 // A catalog (Catalog) lists the algorithms with their restrictions; Select

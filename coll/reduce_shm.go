@@ -101,16 +101,16 @@ func (s *State) singleReduce(n, d uint64, send, recv []byte, nb int, t dtype.Typ
 		return nil
 	}
 	g.arrive(n)
-	err := s.singleFold(n, d|sharedSingle, send, recv[:nb], t, op)
+	err := s.singleFold(n, d|sharedSingle, send, recv[:nb], t, op, 0)
 	g.finished(n)
 	return err
 }
 
-// singleFold folds the contributions of call n that the peers offered
-// (described by d) with own, this rank's (nil: in place, out holds it),
-// into out in rank order, out = c0 ∘ (c1 ∘ (… ∘ cp-1)), a chunk at a time,
-// then divides by p for Avg.
-func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op) error {
+// singleFold folds bytes [lo, lo+len(out)) of the contributions of call n
+// that the peers offered (described by d) with own, this rank's (nil: in
+// place, out holds it), into out in rank order, out = c0 ∘ (c1 ∘ (… ∘
+// cp-1)), a chunk at a time, then divides by p for Avg.
+func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo int) error {
 	g := s.sh
 	for q := range g.p {
 		if q != g.r {
@@ -137,14 +137,14 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op) er
 		// The fold's first value, the last rank's, goes straight into out.
 		if g.r == g.p-1 {
 			copy(o, own)
-		} else if err := g.fetch(g.p-1, n, o, a); err != nil {
+		} else if err := g.fetch(g.p-1, n, o, lo+a); err != nil {
 			return err
 		}
 		for q := g.p - 2; q >= 0; q-- {
 			in := own
 			if q != g.r {
 				in = part[:m]
-				if err := g.fetch(q, n, in, a); err != nil {
+				if err := g.fetch(q, n, in, lo+a); err != nil {
 					return err
 				}
 			}

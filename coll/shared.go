@@ -53,8 +53,8 @@ import (
 // are erroneous in a way nobody can see from either side.
 //
 // Single copy: where the ranks may read each other's memory (Shared.Pids:
-// cross-memory attach, process_vm_readv), a long bcast, reduce, allgather
-// or alltoall does not go through the slots at all: each rank offers the
+// cross-memory attach, process_vm_readv), a long bcast, reduce,
+// allreduce, allgather or alltoall does not go through the slots at all: each rank offers the
 // address of its buffer in its slot, the ranks that need the data read it
 // from there with one kernel copy (internal/shm.ReadFrom), mark themselves
 // finished in their header, and a rank whose buffer was read waits for
@@ -124,9 +124,9 @@ type Shared struct {
 	Progress func() bool
 	// Pids, when not nil, are the ranks' process ids, by rank, where
 	// every rank may read every other rank's memory (cross-memory attach:
-	// the caller checked it): long bcasts, reduces, allgathers and
-	// alltoalls then read their data straight from the buffers of the
-	// ranks that have it (single copy).
+	// the caller checked it): long bcasts, reduces, allreduces,
+	// allgathers and alltoalls then read their data straight from the
+	// buffers of the ranks that have it (single copy).
 	Pids []int
 	// CMAMin is the smallest contribution, in bytes, that goes single
 	// copy where Pids allow it: -1 chooses by collective, ranks and cores
@@ -223,15 +223,25 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
 // machine (126 against 98): so up to 64 KiB (max). Beyond 2 ranks the
 // root would read every contribution itself (4 ranks, 1 MiB: 838 against
-// 256), where the binomial tree spreads the work.
+// 256), where the binomial tree spreads the work. Allreduce (a
+// reduce-scatter and an allgather, each rank reading 2(p-1) blocks of n/p
+// bytes) beyond 2 ranks on the GPU machine (call 5): 4 ranks 128 KiB 50-54
+// against 55-60, 4 MiB 1130-1191 against 1781-2098, 1 MiB within the
+// noise (338-417 against 318-420); 8 ranks 128 KiB 78 against 89-96, 4 MiB
+// 1986-2035 against 2558-2818. On 2 ranks each rank reads half a vector
+// its peer has just written: 1 MiB 161-213 against 104-154 (both
+// machines); with ranks outnumbering cores, 128 KiB 135-175 against 73-108
+// through the slots.
 func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, max int) {
 	switch {
 	case oversubscribed:
 		return k == Bcast, math.MaxInt
 	case p > 2:
-		return k == Allgather || k == Alltoall, math.MaxInt
+		return k == Allgather || k == Alltoall || k == Allreduce, math.MaxInt
 	case k == Reduce:
 		return true, 64 << 10
+	case k == Allreduce:
+		return false, 0
 	}
 	return true, math.MaxInt
 }
@@ -316,6 +326,24 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 	return asMessages
 }
 
+// sharedWayOp is sharedWay for a reduction with op. A single-copy
+// allreduce cuts the vector in blocks, one per rank, as the ring and
+// Rabenseifner schedules do; for a non-commutative operation the
+// schedules never cut it (recursive doubling), and its whole vector goes
+// through the slots or as messages here too. (MPI's contract for a user's
+// function is elementwise, but functions over records of several
+// elements exist, and non-commutative ones are the likeliest.)
+func (s *State) sharedWayOp(k Kind, w int, op Op) sharedMode {
+	way := s.sharedWay(k, w)
+	switch {
+	case way != singleCopy || op.IsCommutative() || k != Allreduce:
+		return way
+	case w <= s.sh.limit[k]:
+		return throughSlots
+	}
+	return asMessages
+}
+
 // sharedMode is how a blocking call uses the segment (sharedWay).
 type sharedMode uint8
 
@@ -325,9 +353,11 @@ const (
 	singleCopy                     // the data is read from its owner's buffer
 )
 
-// singleCopyKind reports whether kind k has a single-copy way (allreduce
-// would have every rank read every contribution; barrier moves none).
-func singleCopyKind(k Kind) bool { return k == Bcast || k == Reduce || k == Allgather || k == Alltoall }
+// singleCopyKind reports whether kind k has a single-copy way (barrier
+// moves nothing).
+func singleCopyKind(k Kind) bool {
+	return k == Bcast || k == Reduce || k == Allreduce || k == Allgather || k == Alltoall
+}
 
 // done is the Request of a call that completed inside its start.
 type done struct{}
@@ -397,21 +427,37 @@ func (g *shared) arrive(n uint64) { shm.StoreRelease(g.header(g.r, n), n) }
 // offer arrives at call n with the address of buf for the peers to read
 // (single copy) and the call's description d. claim(n) must have
 // returned; buf must stay as it is until release(n) returns.
-func (g *shared) offer(n uint64, d uint64, buf []byte) {
+func (g *shared) offer(n uint64, d uint64, buf []byte) { g.offer2(n, d, buf, nil) }
+
+// offer2 is offer with a second buffer, which a single-copy allreduce's
+// peers read in its second stage (fetchSecond).
+func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
 	h := g.header(g.r, n)
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 8)) = d | sharedSingle
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader+8)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(second))))
 	shm.StoreRelease(h, n)
 }
 
 // fetch copies len(dst) bytes from offset off of the buffer rank q offered
 // for call n into dst. check(q, n, d|sharedSingle) must have returned nil.
 func (g *shared) fetch(q int, n uint64, dst []byte, off int) error {
+	return g.fetchFrom(q, n, 0, dst, off)
+}
+
+// fetchSecond is fetch from the second buffer rank q offered (offer2).
+func (g *shared) fetchSecond(q int, n uint64, dst []byte, off int) error {
+	return g.fetchFrom(q, n, 8, dst, off)
+}
+
+// fetchFrom is fetch from the buffer whose address lies at byte which of
+// rank q's slot data.
+func (g *shared) fetchFrom(q int, n uint64, which int, dst []byte, off int) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 8)[0]))
+	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[which]))
 	if err := shm.ReadFrom(g.pids[q], dst, uintptr(addr)+uintptr(off)); err != nil {
 		return fmt.Errorf("coll: shm: single copy from rank %d: %w", q, err)
 	}
@@ -457,8 +503,34 @@ func (g *shared) collect(n, d uint64, recv []byte, nb, off, slotBytes int, singl
 // finished marks this rank done with the single-copy reads of call n
 // (whether they succeeded or not: a rank whose buffer was offered waits
 // for it).
-func (g *shared) finished(n uint64) {
-	shm.StoreRelease((*uint64)(unsafe.Add(unsafe.Pointer(g.header(g.r, n)), 24)), n)
+func (g *shared) finished(n uint64) { g.reach(n, 1) }
+
+// The finished word of a rank's header counts stages: 2n once the rank
+// has done the first stage of call n (a single-copy allreduce's reduced
+// block is ready), 2n+1 once it has finished the call's reads.
+
+// reach marks stage st (0 or 1) of call n done.
+func (g *shared) reach(n uint64, st uint64) {
+	shm.StoreRelease((*uint64)(unsafe.Add(unsafe.Pointer(g.header(g.r, n)), 24)), 2*n+st)
+}
+
+// reached waits until rank q has done stage st of call n and reports
+// whether it has: false where q went on to a later call without (it
+// failed a check).
+func (g *shared) reached(q int, n, st uint64) bool {
+	fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
+	next := g.header(q, n+1)
+	for i := 0; atomic.LoadUint64(fin) < 2*n+st; i++ {
+		// A rank that failed before has gone on to a later call:
+		// checked only past the spin, as rare.
+		if i >= g.spin {
+			if atomic.LoadUint64(next) > n {
+				return atomic.LoadUint64(fin) >= 2*n+st
+			}
+			g.idle(i - g.spin)
+		}
+	}
+	return true
 }
 
 // release waits until every peer has finished reading what this rank
@@ -474,20 +546,7 @@ func (g *shared) release(n uint64) {
 
 // releasedBy waits until rank q, the one reader of what this rank offered
 // for call n (a reduce's root), has finished (see release).
-func (g *shared) releasedBy(q int, n uint64) {
-	fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
-	next := g.header(q, n+1)
-	for i := 0; atomic.LoadUint64(fin) < n; i++ {
-		// A reader that failed before reading has gone on to a later
-		// call: checked only past the spin, as rare.
-		if i >= g.spin {
-			if atomic.LoadUint64(next) > n {
-				return
-			}
-			g.idle(i - g.spin)
-		}
-	}
-}
+func (g *shared) releasedBy(q int, n uint64) { g.reached(q, n, 1) }
 
 // await waits until rank q has arrived at call n (or later).
 func (g *shared) await(q int, n uint64) {

@@ -255,19 +255,20 @@ func TestSharedCMAAuto(t *testing.T) {
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
 			{Allgather, 1 << 20, throughSlots}, {Allgather, 1<<20 + 1, singleCopy},
-			{Allreduce, 64<<10 + 1, asMessages}, {Reduce, 1<<20 + 1, asMessages},
+			{Allreduce, 64 << 10, throughSlots}, {Allreduce, 64<<10 + 1, singleCopy}, {Reduce, 1<<20 + 1, asMessages},
 		}},
 		{"4 ranks, a smaller slot", fourRanks{}, Shared{Slot: 512 << 10, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Allgather, 512 << 10, throughSlots}, {Allgather, 512<<10 + 1, singleCopy},
 		}},
 		{"4 ranks on 2 cores", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
+			{Allreduce, 256<<10 + 1, asMessages},
 		}},
 		{"no process ids", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 0", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 100", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: 100}, []want{
 			{Bcast, 99, throughSlots}, {Bcast, 100, singleCopy}, {Allgather, 100, singleCopy},
-			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, throughSlots}, {Barrier, 0, throughSlots},
+			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, singleCopy}, {Barrier, 0, throughSlots},
 		}},
 	} {
 		s := NewState(tc.c, &Options{Lookup: lookup})
@@ -285,5 +286,25 @@ func TestSharedCMAAuto(t *testing.T) {
 	s := NewState(twoRanks{}, nil)
 	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 64, Pids: []int{1}}); err == nil {
 		t.Error("one process id for two ranks accepted")
+	}
+	// A non-commutative user operation keeps its whole vector: no
+	// single-copy allreduce (which cuts it in blocks).
+	s = NewState(fourRanks{}, nil)
+	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}); err != nil {
+		t.Fatal(err)
+	}
+	s.sync = true
+	user := func(in, inout []byte, t dtype.Type) error { return nil }
+	for _, tc := range []struct {
+		op   Op
+		w    int
+		want sharedMode
+	}{
+		{Op{User: user}, 64 << 10, throughSlots}, {Op{User: user}, 64<<10 + 1, asMessages},
+		{Op{User: user, Commutative: true}, 64<<10 + 1, singleCopy}, {Builtin(dtype.Sum), 64<<10 + 1, singleCopy},
+	} {
+		if got := s.sharedWayOp(Allreduce, tc.w, tc.op); got != tc.want {
+			t.Errorf("sharedWayOp(allreduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
+		}
 	}
 }
