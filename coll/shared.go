@@ -30,9 +30,9 @@ import (
 //
 // Layout: rank q owns sharedDepth slots, each a 32-byte header (the
 // sequence number, the call's description: bytes, kind, type, root, the
-// number of the call the data belongs to, and the last call whose
-// single-copy reads q has finished) followed by up to Shared.Slot bytes
-// of data; call n uses slot n mod sharedDepth. A rank
+// number of the call the data belongs to, and how far q has come with its
+// single-copy reads: 2n+1 once done with call n, 2n after a first stage)
+// followed by up to Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank
 // arrives at call n by storing n in its slot's header (after the data,
 // if it writes any), and only after it has finished reading everything
 // of call n-1; so a rank that finds a peer's header at m knows the peer
@@ -74,7 +74,7 @@ const (
 	// sharedHeader is a slot's header: the sequence number, the
 	// description word, the number of the call whose data the slot holds
 	// (a rank that arrives without data leaves it as it was), and the
-	// last call whose single-copy reads the rank has finished.
+	// stages of single-copy reads the rank has finished (reach).
 	sharedHeader = 32
 	// sharedSingle marks a description whose data is an address to read
 	// from (single copy) rather than the data itself.
