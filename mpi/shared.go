@@ -85,6 +85,12 @@ func (c *Comm) setupShared(st *coll.State) error {
 			copy(rec[:], seg.Name())
 		}
 	}
+	if cmaMin != 0 {
+		// Let the peers read this process where Yama would not (its
+		// ptrace_scope 1 allows ancestors only; the ranks are siblings).
+		// A failure shows in the probe reads below.
+		_ = shm.AllowReaders()
+	}
 	probe := new(uint64)
 	*probe = cmaProbe(os.Getpid())
 	binary.LittleEndian.PutUint64(rec[shmNameBytes:], uint64(os.Getpid()))
@@ -142,7 +148,7 @@ func cmaProbe(pid int) uint64 { return uint64(pid)*0x9e3779b97f4a7c15 ^ 0x676f6d
 // cmaPeers reads every peer's probe word (recs: every rank's set-up
 // record) from the peer's memory and returns the ranks' process ids, or
 // nil where some read fails (no right to trace the peer, say: Yama's
-// ptrace_scope, a container's seccomp filter).
+// ptrace_scope 2 or 3, a container's seccomp filter).
 func cmaPeers(recs [][]byte, me int) []int {
 	pids := make([]int, len(recs))
 	var word [8]byte

@@ -40,3 +40,17 @@ func TestReadFrom(t *testing.T) {
 		t.Errorf("reading nothing: %v", err)
 	}
 }
+
+// AllowReaders succeeds where ReadFrom works (with or without Yama), and
+// this process can still read itself.
+func TestAllowReaders(t *testing.T) {
+	if err := AllowReaders(); errors.Is(err, ErrUnsupported) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := []byte("probe"), make([]byte, 5)
+	if err := ReadFrom(os.Getpid(), dst, uintptr(unsafe.Pointer(&src[0]))); err != nil || string(dst) != "probe" {
+		t.Fatalf("read %q, %v", dst, err)
+	}
+}
