@@ -232,18 +232,29 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // its peer has just written: 1 MiB 161-213 against 104-154 (both
 // machines); with ranks outnumbering cores, 128 KiB 135-175 against 73-108
 // through the slots.
-func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, max int) {
+//
+// Where it is on and the slot sizes are chosen too (Shared.Auto), single
+// copy starts beyond slots bytes: a 4-rank allreduce reads
+// 2(p-1) blocks of a quarter where through the slots every rank reads
+// every whole contribution, and single copy won from 32 KiB on (GPU
+// machine, call 7, 3 rounds: 4 ranks 64 KiB 24.9-27.5 µs against 40.8-45.7
+// through the slots and 38.5-41.0 for Open MPI; 32 KiB 18.4-18.7 against
+// 14.3-21.4; 16 KiB 12.9-14.6 against 7.1-12.7; 8 ranks 64 KiB 46-49
+// against 70-93, 32 KiB 34-36 against 39-48).
+func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, slots, max int) {
 	switch {
 	case oversubscribed:
-		return k == Bcast, math.MaxInt
+		return k == Bcast, math.MaxInt, math.MaxInt
+	case p > 2 && k == Allreduce:
+		return true, 16 << 10, math.MaxInt
 	case p > 2:
-		return k == Allgather || k == Alltoall || k == Allreduce, math.MaxInt
+		return k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
 	case k == Reduce:
-		return true, 64 << 10
+		return true, math.MaxInt, 64 << 10
 	case k == Allreduce:
-		return false, 0
+		return false, 0, 0
 	}
-	return true, math.MaxInt
+	return true, math.MaxInt, math.MaxInt
 }
 
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
@@ -284,7 +295,8 @@ func (s *State) SetShared(sh Shared) error {
 		g.truncate = ErrCount
 	}
 	for k := range numKinds {
-		switch f := s.cfg.force[k]; {
+		f := s.cfg.force[k]
+		switch {
 		case f == SharedName: // forced: whatever fits
 			g.limit[k] = sh.Slot
 		case f != "": // forced elsewhere
@@ -295,12 +307,16 @@ func (s *State) SetShared(sh Shared) error {
 			g.limit[k] = sh.Slot
 		}
 		g.cmaMin[k], g.cmaMax[k] = math.MaxInt, math.MaxInt
-		switch ok, most := sharedCMAAuto(k, p, sh.Oversubscribed); {
+		switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed); {
 		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
 		case sh.CMAMin > 0:
 			g.cmaMin[k] = sh.CMAMin
 		case ok:
-			g.cmaMin[k], g.cmaMax[k] = max(g.limit[k], 0)+1, most // beyond the slots
+			below := g.limit[k] // beyond the slots
+			if sh.Auto && f == "" {
+				below = min(below, slots) // the slots keep the rest (a non-commutative allreduce: sharedWayOp)
+			}
+			g.cmaMin[k], g.cmaMax[k] = max(below, 0)+1, most
 		}
 	}
 	s.sh = g

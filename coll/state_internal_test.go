@@ -255,7 +255,8 @@ func TestSharedCMAAuto(t *testing.T) {
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
 			{Allgather, 1 << 20, throughSlots}, {Allgather, 1<<20 + 1, singleCopy},
-			{Allreduce, 64 << 10, throughSlots}, {Allreduce, 64<<10 + 1, singleCopy}, {Reduce, 1<<20 + 1, asMessages},
+			{Allreduce, 16 << 10, throughSlots}, {Allreduce, 16<<10 + 1, singleCopy}, {Allreduce, 1 << 30, singleCopy},
+			{Reduce, 1<<20 + 1, asMessages},
 		}},
 		{"4 ranks, a smaller slot", fourRanks{}, Shared{Slot: 512 << 10, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Allgather, 512 << 10, throughSlots}, {Allgather, 512<<10 + 1, singleCopy},
@@ -301,7 +302,8 @@ func TestSharedCMAAuto(t *testing.T) {
 		want sharedMode
 	}{
 		{Op{User: user}, 64 << 10, throughSlots}, {Op{User: user}, 64<<10 + 1, asMessages},
-		{Op{User: user, Commutative: true}, 64<<10 + 1, singleCopy}, {Builtin(dtype.Sum), 64<<10 + 1, singleCopy},
+		{Op{User: user, Commutative: true}, 32 << 10, singleCopy}, {Builtin(dtype.Sum), 32 << 10, singleCopy},
+		{Builtin(dtype.Sum), 16 << 10, throughSlots},
 	} {
 		if got := s.sharedWayOp(Allreduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(allreduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
