@@ -17,10 +17,18 @@ import (
 // reads the buffer from the root's memory into its own; the root returns
 // once all have.
 //
+// In pieces: a bcast longer than a slot (the segment's size is bounded)
+// goes through the slots a slot at a time, one call number each; the
+// root writes the next piece while the others copy the last one out.
+//
 // Cost: through the slots, root nβ_mem, others λ + nβ_mem (the copy pulls
-// the root's lines); single copy, λ + nβ_cma on every rank.
+// the root's lines); single copy, λ + nβ_cma on every rank; in pieces of
+// s bytes, (n/s)λ + nβ_mem, pipelined.
 func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 	g := s.sh
+	if !single && nb > g.slot {
+		return s.sharedBcastPieces(buf, nb, root)
+	}
 	n := g.begin()
 	d := desc(Bcast, dtype.Byte, root, nb)
 	switch {
@@ -48,5 +56,29 @@ func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 		return err
 	}
 	copy(buf[:nb], g.data(root, n, nb))
+	return nil
+}
+
+// sharedBcastPieces is sharedBcast through the slots, a slot at a time.
+// Every piece's description carries the whole size, so that ranks whose
+// sizes disagree fail at the first piece (rather than wait for a piece
+// their peer never sends).
+func (s *State) sharedBcastPieces(buf []byte, nb int, root int) error {
+	g := s.sh
+	d := desc(Bcast, dtype.Byte, root, nb)
+	for a := 0; a < nb; a += g.slot {
+		piece := buf[a:min(a+g.slot, nb)]
+		n := g.begin()
+		if g.r == root {
+			g.claim(n)
+			g.publish(n, d, piece)
+			continue
+		}
+		g.arrive(n)
+		if err := g.check(root, n, d); err != nil {
+			return err
+		}
+		copy(piece, g.data(root, n, len(piece)))
+	}
 	return nil
 }

@@ -163,6 +163,8 @@ type shared struct {
 	prog     *Progress
 	progress func() bool   // the transport's (Shared.Progress); nil: none
 	limit    [numKinds]int // largest slot contribution per kind; -1: the kind's algorithm is forced to something else
+	slot     int           // Shared.Slot
+	pieces   int           // largest bcast sent through the slots in pieces of slot bytes (bcast_shm.go); 0: none
 	pids     []int         // the ranks' process ids (Shared.Pids); nil: no single copy
 	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
 	cmaMax   [numKinds]int // largest single-copy contribution per kind
@@ -284,7 +286,7 @@ func (s *State) SetShared(sh Shared) error {
 	}
 	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
 		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
-		prog: s.prog, progress: sh.Progress, pids: sh.Pids}
+		prog: s.prog, progress: sh.Progress, pids: sh.Pids, slot: sh.Slot}
 	if sh.Oversubscribed {
 		g.spin = sharedSpinOver
 	}
@@ -303,6 +305,11 @@ func (s *State) SetShared(sh Shared) error {
 			g.limit[k] = -1
 		case sh.Auto:
 			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
+			if k == Bcast && sh.Slot > 0 {
+				// A bcast the measured bound admits but the slot does not
+				// (a segment kept within its size limit) goes in pieces.
+				g.pieces = sharedAuto(k, p, sh.Oversubscribed)
+			}
 		default:
 			g.limit[k] = sh.Slot
 		}
@@ -336,7 +343,7 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 		return asMessages
 	case w >= g.cmaMin[k] && w <= g.cmaMax[k]:
 		return singleCopy
-	case w <= g.limit[k]:
+	case w <= g.limit[k] || k == Bcast && w <= g.pieces:
 		return throughSlots
 	}
 	return asMessages

@@ -1,6 +1,7 @@
 package coll_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -214,5 +215,76 @@ func TestSharedProgress(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d ranks: %v", p, err)
 		}
+	}
+}
+
+// TestSharedBcastPieces: with the measured bounds (Shared.Auto) and slots
+// smaller than they admit, bcasts longer than a slot go through the slots
+// in pieces: many sizes around and above the slot, every root, checked on
+// every rank, with other calls between; then roots disagreeing on the size
+// of a pieced bcast fail at its first piece and the segment keeps working.
+func TestSharedBcastPieces(t *testing.T) {
+	const slot = 1000
+	for _, p := range []int{3, 4} {
+		t.Run(fmt.Sprint(p), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(p), 33))
+			sizes := []int{0, 1, slot - 1, slot, slot + 1, 2 * slot, 2*slot + 1, 17 * slot}
+			for range 30 {
+				sizes = append(sizes, r.IntN(40*slot))
+			}
+			seg := sharedMem(p, slot)
+			w := colltest.NewWorld(p)
+			bufs := make([][][]byte, p)
+			errs := make([]error, p)
+			err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+				rk := cm.Rank()
+				s := coll.NewState(cm, perRank(nil))
+				if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Oversubscribed: p > runtime.GOMAXPROCS(0),
+					Truncate: colltest.ErrTruncate}); err != nil {
+					return err
+				}
+				for i, n := range sizes {
+					root := i % p
+					b := make([]byte, n)
+					if rk == root {
+						for j := range b {
+							b[j] = byte(i*7 + j*13 + j>>10)
+						}
+					}
+					if err := s.Bcast(b, n, dtype.Byte, root); err != nil {
+						return fmt.Errorf("bcast %d of %d bytes: %w", i, n, err)
+					}
+					bufs[rk] = append(bufs[rk], b)
+					if err := s.Barrier(); err != nil {
+						return err
+					}
+				}
+				// Disagreeing sizes: rank 1 expects fewer bytes than the
+				// root sends (a truncation); the others agree. Rank 1 sees
+				// it at the first piece and leaves; the root's 5 pieces
+				// stay within the slots' depth, so it does not wait for
+				// rank 1 to read the others.
+				n := 5 * slot
+				if rk == 1 {
+					n = 3 * slot
+				}
+				errs[rk] = s.Bcast(make([]byte, 5*slot), n, dtype.Byte, 0)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range sizes {
+				want := bufs[i%p][i]
+				for rk := range p {
+					if !bytes.Equal(bufs[rk][i], want) {
+						t.Fatalf("bcast %d (%d bytes, root %d): rank %d differs", i, sizes[i], i%p, rk)
+					}
+				}
+			}
+			if !errors.Is(errs[1], colltest.ErrTruncate) {
+				t.Errorf("rank 1 of a disagreeing bcast: %v, want a truncation", errs[1])
+			}
+		})
 	}
 }

@@ -260,6 +260,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		}},
 		{"4 ranks, a smaller slot", fourRanks{}, Shared{Slot: 512 << 10, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Allgather, 512 << 10, throughSlots}, {Allgather, 512<<10 + 1, singleCopy},
+			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages}, // in pieces up to the measured bound
 		}},
 		{"4 ranks on 2 cores", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
