@@ -21,3 +21,14 @@ func bindRank(localRank, localSize int) {
 		runtime.UnlockOSThread()
 	}
 }
+
+// bindCrowdedRank binds this rank's whole process to one CPU, the node's
+// CPUs in turn, where its ranks outnumber them (GOMPIX_BIND=auto): every
+// CPU runs a fixed set of ranks instead of the kernel moving them
+// (internal/cpubind says why). A system where that cannot be done keeps
+// running unbound.
+func bindCrowdedRank(localRank int) {
+	if cpu, ok, err := cpubind.ForCrowdedRank(localRank); err == nil && ok {
+		_ = cpubind.BindProcess(cpu)
+	}
+}

@@ -25,7 +25,7 @@ var (
 	cfgWireupTimeout = config.NewDuration("GOMPIX_WIREUP_TIMEOUT", 60*time.Second,
 		"how long Init waits for the launcher's key-value store and for every rank to arrive")
 	cfgBind = config.NewString("GOMPIX_BIND", "auto",
-		"auto: under gompirun, with no more ranks on the node than cores, Init binds the thread that called it (locked to its goroutine) to one core per local rank, as mpirun binds ranks; none: no binding")
+		"auto: under gompirun, with no more ranks on the node than cores, Init binds the thread that called it (locked to its goroutine) to one core per local rank, as mpirun binds ranks; with more ranks than CPUs, it binds each rank's whole process to one CPU, the CPUs in turn; none: no binding")
 	cfgFastCalls = config.NewInt("GOMPIX_UCX_FASTCALL", 1,
 		"1: the per-message calls into UCX go through ucxbind's trampoline on a C stack (amd64); 0: through cgo, as every other call (docs/ucx-in-go.md, \"Fast calls\")")
 )
@@ -152,8 +152,11 @@ func start() (*state, error) {
 	oneNode = env.LocalSize == env.Size
 	nodeOversubscribed = oversubscribed
 	if underLauncher && env.Size > 1 {
-		if bind == "auto" && !oversubscribed {
+		switch {
+		case bind == "auto" && !oversubscribed:
 			bindRank(env.LocalRank, env.LocalSize)
+		case bind == "auto":
+			bindCrowdedRank(env.LocalRank)
 		}
 		settleScheduler(settle)
 	}

@@ -3,6 +3,8 @@
 package cpubind
 
 import (
+	"os"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -57,6 +59,37 @@ func SetAllowed(cpus []int) error {
 	_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
 	if e != 0 {
 		return e
+	}
+	return nil
+}
+
+// BindProcess restricts every thread of this process to cpu: the threads
+// there are now (each listed in /proc/self/task, twice over for threads
+// started meanwhile) and, since a thread inherits its creator's mask,
+// those started later.
+func BindProcess(cpu int) error {
+	if cpu < 0 || cpu >= maskWords*64 {
+		return syscall.EINVAL
+	}
+	var mask [maskWords]uint64
+	mask[cpu/64] = 1 << (cpu % 64)
+	done := map[int]bool{}
+	for range 2 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			_, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(mask), uintptr(unsafe.Pointer(&mask)))
+			if e != 0 && e != syscall.ESRCH { // ESRCH: the thread has ended
+				return e
+			}
+			done[tid] = true
+		}
 	}
 	return nil
 }

@@ -10,3 +10,6 @@ func BindThread(cpu int) error { return ErrUnsupported }
 
 // SetAllowed fails: thread affinity is set on Linux only.
 func SetAllowed(cpus []int) error { return ErrUnsupported }
+
+// BindProcess fails: thread affinity is set on Linux only.
+func BindProcess(cpu int) error { return ErrUnsupported }
