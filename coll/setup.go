@@ -60,18 +60,30 @@ func SetupAllgather(c Comm, rec []byte, tag int) ([][]byte, error) {
 
 // SetupAgree tells every rank of c whether every rank passed ok.
 func SetupAgree(c Comm, ok bool, tag int) (bool, error) {
-	mine := []byte{0}
-	if ok {
-		mine[0] = 1
-	}
-	all, err := SetupAllgather(c, mine, tag)
-	if err != nil {
-		return false, err
-	}
-	for _, v := range all {
-		if v[0] != 1 {
-			return false, nil
+	all, err := SetupAgreeEach(c, []bool{ok}, tag)
+	return err == nil && all[0], err
+}
+
+// SetupAgreeEach is SetupAgree for several questions at once, in one
+// exchange: all[i] tells whether every rank passed oks[i]. Every rank must
+// ask as many.
+func SetupAgreeEach(c Comm, oks []bool, tag int) (all []bool, err error) {
+	mine := make([]byte, len(oks))
+	for i, ok := range oks {
+		if ok {
+			mine[i] = 1
 		}
 	}
-	return true, nil
+	votes, err := SetupAllgather(c, mine, tag)
+	if err != nil {
+		return nil, err
+	}
+	all = make([]bool, len(oks))
+	for i := range all {
+		all[i] = true
+		for _, v := range votes {
+			all[i] = all[i] && len(v) == len(oks) && v[i] == 1
+		}
+	}
+	return all, nil
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // SetupAllgather gives every rank every rank's record; SetupAgree is true
-// only when every rank passed true; two exchanges in a row share a tag.
+// only when every rank passed true, SetupAgreeEach so per question; three
+// exchanges in a row share a tag.
 func TestSetupExchanges(t *testing.T) {
 	for _, p := range []int{1, 2, 5} {
 		for _, veto := range []int{-1, 0, p - 1} {
@@ -32,6 +33,14 @@ func TestSetupExchanges(t *testing.T) {
 				}
 				if all != (veto < 0) {
 					return fmt.Errorf("rank %d: agree = %v with veto %d", r, all, veto)
+				}
+				// Two questions in one exchange: the veto on the first only.
+				each, err := coll.SetupAgreeEach(cm, []bool{r != veto, true}, 7)
+				if err != nil {
+					return err
+				}
+				if len(each) != 2 || each[0] != (veto < 0) || !each[1] {
+					return fmt.Errorf("rank %d: agree each = %v with veto %d", r, each, veto)
 				}
 				return nil
 			})

@@ -162,9 +162,8 @@ type shared struct {
 	truncate error
 	prog     *Progress
 	progress func() bool   // the transport's (Shared.Progress); nil: none
-	limit    [numKinds]int // largest slot contribution per kind; -1: the kind's algorithm is forced to something else
+	limit    [numKinds]int // largest contribution per kind through the slots (bcast: in pieces beyond slot); -1: the kind's algorithm is forced to something else
 	slot     int           // Shared.Slot
-	pieces   int           // largest bcast sent through the slots in pieces of slot bytes (bcast_shm.go); 0: none
 	pids     []int         // the ranks' process ids (Shared.Pids); nil: no single copy
 	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
 	cmaMax   [numKinds]int // largest single-copy contribution per kind
@@ -208,8 +207,8 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // kind) that do not fit the slots go single copy by default on p ranks
 // (rather than as messages), up to max bytes. Measured with OSU, single
 // copy against the slots and messages (docs/performance-host.md, session
-// 11): with a core
-// per rank (the GPU machine; the 2-core machine's 2 ranks) it won for
+// 11): with a core per rank (the GPU machine; the 2-core machine's 2
+// ranks) it won for
 // every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
 // against 11.2-11.6 on the GPU machine, 7.0-11.0 against 10.6-11.3 on the
 // 2-core one; 2-rank bcast and allgather the same way), and beyond 2
@@ -303,13 +302,12 @@ func (s *State) SetShared(sh Shared) error {
 			g.limit[k] = sh.Slot
 		case f != "": // forced elsewhere
 			g.limit[k] = -1
+		case sh.Auto && k == Bcast && sh.Slot > 0:
+			// A bcast the measured bound admits but the slot does not (a
+			// segment kept within its size limit) goes in pieces.
+			g.limit[k] = sharedAuto(k, p, sh.Oversubscribed)
 		case sh.Auto:
 			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
-			if k == Bcast && sh.Slot > 0 {
-				// A bcast the measured bound admits but the slot does not
-				// (a segment kept within its size limit) goes in pieces.
-				g.pieces = sharedAuto(k, p, sh.Oversubscribed)
-			}
 		default:
 			g.limit[k] = sh.Slot
 		}
@@ -319,7 +317,7 @@ func (s *State) SetShared(sh Shared) error {
 		case sh.CMAMin > 0:
 			g.cmaMin[k] = sh.CMAMin
 		case ok:
-			below := g.limit[k] // beyond the slots
+			below := min(g.limit[k], sh.Slot) // beyond the slots
 			if sh.Auto && f == "" {
 				below = min(below, slots) // the slots keep the rest (a non-commutative allreduce: sharedWayOp)
 			}
@@ -343,13 +341,13 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 		return asMessages
 	case w >= g.cmaMin[k] && w <= g.cmaMax[k]:
 		return singleCopy
-	case w <= g.limit[k] || k == Bcast && w <= g.pieces:
+	case w <= g.limit[k]:
 		return throughSlots
 	}
 	return asMessages
 }
 
-// sharedWayOp is sharedWay for a reduction with op. A single-copy
+// sharedWayOp is sharedWay for an allreduce with op. A single-copy
 // allreduce cuts the vector in blocks, one per rank, as the ring and
 // Rabenseifner schedules do; for a non-commutative operation the
 // schedules never cut it (recursive doubling), and its whole vector goes
@@ -359,7 +357,7 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 func (s *State) sharedWayOp(k Kind, w int, op Op) sharedMode {
 	way := s.sharedWay(k, w)
 	switch {
-	case way != singleCopy || op.IsCommutative() || k != Allreduce:
+	case way != singleCopy || op.IsCommutative():
 		return way
 	case w <= s.sh.limit[k]:
 		return throughSlots

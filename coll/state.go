@@ -335,8 +335,10 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 			return nil, err
 		}
 	}
-	if way := s.sharedWayOp(k, n, op); k == Allreduce && way != asMessages {
-		return finish(s.sharedAllreduce(send, recv, n, t, op, way == singleCopy))
+	if k == Allreduce {
+		if way := s.sharedWayOp(k, n, op); way != asMessages {
+			return finish(s.sharedAllreduce(send, recv, n, t, op, way == singleCopy))
+		}
 	}
 	if pl := s.repeat(k, t, op, count, 0, inPlace); pl != nil {
 		return s.run(pl, op, t, send, recv, tag)

@@ -54,9 +54,11 @@ var nodeOversubscribed bool
 // which is the same call on every rank (MPI orders a communicator's
 // collectives alike everywhere, and a blocking one matches only a blocking
 // one), before that call and with c.collMu held: rank 0 creates the
-// segment and sends its name to every rank, every rank maps it, rank 0
-// tells all whether every rank did (coll.SetupAllgather and SetupAgree,
-// on a reserved tag), then removes the name
+// segment and sends its name to every rank (each sending its process id
+// and the address of a probe word beside it), every rank maps it and
+// reads its peers' probes (cmaPeers), all agree on whether every rank
+// did both (coll.SetupAllgather and SetupAgreeEach, on a reserved tag),
+// and rank 0 removes the name
 // (the memory lives until the last rank unmaps it or exits). A rank that
 // cannot map it makes the whole communicator go without, with no error:
 // its collectives run as messages.
@@ -104,26 +106,27 @@ func (c *Comm) setupShared(st *coll.State) error {
 	if err == nil && c.Rank() != 0 && name[0] != 0 {
 		seg, _ = shm.Open(string(name[:bytes.IndexByte(name, 0)]), size)
 	}
+	// One agreement on both: the segment (every rank mapped it) and single
+	// copy (every rank read every peer's probe and wants it; a rank with
+	// GOMPIX_SHM_CMA_MIN=0 turns it off for all).
+	var pids []int
+	if err == nil && cmaMin != 0 {
+		pids = cmaPeers(recs, c.Rank())
+	}
 	all := false
 	if err == nil {
-		all, err = coll.SetupAgree(cm, seg != nil && name[0] != 0, tag)
-	}
-	if c.Rank() == 0 && seg != nil {
-		_ = seg.Unlink()
-	}
-	// Single copy where every rank can read every peer and wants it (a
-	// rank with GOMPIX_SHM_CMA_MIN=0 turns it off for all).
-	var pids []int
-	if err == nil && all {
-		if cmaMin != 0 {
-			pids = cmaPeers(recs, c.Rank())
-		}
-		var every bool
-		if every, err = coll.SetupAgree(cm, pids != nil, tag); !every {
-			pids = nil
+		var agreed []bool
+		if agreed, err = coll.SetupAgreeEach(cm, []bool{seg != nil && name[0] != 0, pids != nil}, tag); err == nil {
+			all = agreed[0]
+			if !agreed[1] {
+				pids = nil
+			}
 		}
 	}
 	runtime.KeepAlive(probe) // read by the peers until the agreement
+	if c.Rank() == 0 && seg != nil {
+		_ = seg.Unlink()
+	}
 	if err != nil || !all {
 		closeSegment(seg)
 		return err
