@@ -43,10 +43,14 @@ func allOpTypes() []opType {
 
 // genCaseWith is genCase with the op and type given.
 func genCaseWith(r *rand.Rand, k coll.Kind, p, root int, o opType) *tcase {
+	return genCaseCount(r, k, p, root, o, pickCount(r, p))
+}
+
+// genCaseCount is genCaseWith with the count given.
+func genCaseCount(r *rand.Rand, k coll.Kind, p, root int, o opType, count int) *tcase {
 	c := &tcase{p: p, bufs: make([]rankBufs, p), t: o.t}
 	op, t := o.op, o.t
 	esz := t.Size()
-	count := pickCount(r, p)
 	inPlace := r.IntN(3) == 0
 	c.desc = fmt.Sprintf("%v p=%d root=%d count=%d %v op=%v inplace=%v", k, p, root, count, t, op, inPlace)
 	n := count * esz

@@ -222,7 +222,10 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
 // (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
-// machine (126 against 98): so up to 64 KiB (max). Beyond 2 ranks the
+// machine (126 against 98); beyond splitMin the two ranks fold half a
+// vector each (splitReduce: session 12, 1 MiB 74-91 against 119-130 for
+// the root alone and 101-144 for Open MPI ob1), a non-commutative op's
+// vector goes as messages (sharedWayOp). Beyond 2 ranks the
 // root would read every contribution itself (4 ranks, 1 MiB: 838 against
 // 256), where the binomial tree spreads the work. Allreduce (a
 // reduce-scatter and an allgather, each rank reading 2(p-1) blocks of n/p
@@ -251,7 +254,7 @@ func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, slots, max int)
 	case p > 2:
 		return k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
 	case k == Reduce:
-		return true, math.MaxInt, 64 << 10
+		return true, math.MaxInt, math.MaxInt
 	case k == Allreduce:
 		return false, 0, 0
 	}
@@ -347,17 +350,21 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 	return asMessages
 }
 
-// sharedWayOp is sharedWay for an allreduce with op. A single-copy
-// allreduce cuts the vector in blocks, one per rank, as the ring and
-// Rabenseifner schedules do; for a non-commutative operation the
-// schedules never cut it (recursive doubling), and its whole vector goes
-// through the slots or as messages here too. (MPI's contract for a user's
-// function is elementwise, but functions over records of several
-// elements exist, and non-commutative ones are the likeliest.)
+// sharedWayOp is sharedWay for a reduction (reduce, allreduce) with op. A
+// single-copy allreduce cuts the vector in blocks, one per rank, as the
+// ring and Rabenseifner schedules do, and so does a 2-rank reduce beyond
+// splitMin; for a non-commutative operation the schedules never cut it
+// (recursive doubling, binomial tree), and its whole vector goes through
+// the slots or as messages here too (MPI's contract for a user's function
+// is elementwise, but functions over records of several elements exist,
+// and non-commutative ones are the likeliest). A 2-rank reduce up to
+// splitMin, read and folded whole by the root, stays single copy.
 func (s *State) sharedWayOp(k Kind, w int, op Op) sharedMode {
 	way := s.sharedWay(k, w)
 	switch {
 	case way != singleCopy || op.IsCommutative():
+		return way
+	case k == Reduce && (s.sh.p > 2 || w <= splitMin):
 		return way
 	case w <= s.sh.limit[k]:
 		return throughSlots
@@ -458,7 +465,44 @@ func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader+8)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(second))))
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader+16)) = 0 // splitFailed's word
 	shm.StoreRelease(h, n)
+}
+
+// deliver copies src to offset off of the second buffer rank q offered
+// for call n (offer2): a split reduce's peer writing its part of the
+// result into the root's receive buffer. check(q, n, d|sharedSingle) must
+// have returned nil.
+func (g *shared) deliver(q int, n uint64, src []byte, off int) error {
+	if len(src) == 0 {
+		return nil
+	}
+	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[8]))
+	if err := shm.WriteTo(g.pids[q], src, uintptr(addr)+uintptr(off)); err != nil {
+		return fmt.Errorf("coll: shm: single copy to rank %d: %w", q, err)
+	}
+	singleCopied.Add(int64(len(src)))
+	return nil
+}
+
+// splitFailed records in this rank's slot for call n, before finished(n),
+// that it could not do its part of the call (failedSplit).
+func (g *shared) splitFailed(n uint64) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&g.data(g.r, n, 24)[16])), 1)
+}
+
+// failedSplit reports whether rank q recorded a failure in call n
+// (splitFailed). reached(q, n, 1) must have returned true.
+func (g *shared) failedSplit(q int, n uint64) bool {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&g.data(q, n, 24)[16]))) != 0
+}
+
+// scratchBytes is g.scratch at n bytes or more, grown if need be.
+func (g *shared) scratchBytes(n int) []byte {
+	if cap(g.scratch) < n {
+		g.scratch = make([]byte, n)
+	}
+	return g.scratch[:n]
 }
 
 // fetch copies len(dst) bytes from offset off of the buffer rank q offered

@@ -288,3 +288,77 @@ func TestSharedBcastPieces(t *testing.T) {
 		})
 	}
 }
+
+// TestSharedSplitReduce: a 2-rank single-copy reduce beyond 64 KiB (the
+// split, where each rank folds a part of the vector and the root's
+// receive buffer gets the peer's part written into it) gives the
+// reference's results for every root, in place or not, with builtin and
+// user ops, and the split ran (it moves more bytes than the vectors: the
+// peer reads and writes its part); a non-commutative op's vector goes
+// whole. A peer that cannot read the root's memory makes both fail.
+func TestSharedSplitReduce(t *testing.T) {
+	const p, slot = 2, 512
+	r := rand.New(rand.NewPCG(2, 12))
+	ops := []opType{{coll.Builtin(dtype.Sum), dtype.Int8}, {coll.Builtin(dtype.Sum), dtype.Float64},
+		{coll.Builtin(dtype.Avg), dtype.Float32}, {coll.Builtin(dtype.Max), dtype.Int32},
+		{coll.Builtin(dtype.Bxor), dtype.Uint16}, {coll.Builtin(dtype.Prod), dtype.Complex64},
+		{xorOp, dtype.Int16}, {affineOp, dtype.Uint64}}
+	var cases []*tcase
+	vectors := int64(0) // bytes of the vectors that split
+	for i, o := range ops {
+		esz := o.t.Size()
+		for _, nb := range []int{64<<10 - esz, 64 << 10, 64<<10 + esz, 1<<20 + 3*esz, 64<<10 + r.IntN(1<<20)/esz*esz} {
+			c := genCaseCount(r, coll.Reduce, p, (i+nb)%p, o, nb/esz)
+			cases = append(cases, c)
+			if nb > 64<<10 && o.op.IsCommutative() {
+				vectors += int64(nb)
+			}
+		}
+	}
+	seg := sharedMem(p, slot)
+	w := colltest.NewWorld(p)
+	copied := coll.SingleCopyBytes()
+	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+		rk := cm.Rank()
+		s := coll.NewState(cm, perRank(nil))
+		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+			Pids: selfPids(p), CMAMin: -1}); err != nil {
+			return err
+		}
+		for i, c := range cases {
+			if err := c.block(s, rk, &c.bufs[rk]); err != nil {
+				return fmt.Errorf("call %d %s: %w", i, c.desc, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCases(t, "", cases)
+	if moved := coll.SingleCopyBytes() - copied; moved <= vectors {
+		t.Errorf("single copy moved %d bytes, the split vectors are %d: no split", moved, vectors)
+	}
+
+	// Rank 1 reads rank 0 through a process that does not exist.
+	for root := range p {
+		seg := sharedMem(p, slot)
+		errs := make([]error, p)
+		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+			rk := cm.Rank()
+			s := coll.NewState(cm, perRank(nil))
+			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+				Pids: []int{1<<22 + 17, selfPids(1)[0]}, CMAMin: -1}); err != nil {
+				return err
+			}
+			errs[rk] = s.Reduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum), root)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs[1] == nil || errs[root] == nil {
+			t.Errorf("root %d: a peer that cannot read: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
+		}
+	}
+}

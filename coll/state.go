@@ -267,7 +267,7 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 			return nil, err
 		}
 	}
-	if way := s.sharedWay(k, n); way != asMessages {
+	if way := s.sharedWayOp(k, n, op); way != asMessages {
 		return finish(s.sharedReduce(send, recv, n, t, op, root, way == singleCopy))
 	}
 	if pl := s.repeat(k, t, op, count, root, inPlace); pl != nil {

@@ -249,7 +249,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		{"2 ranks", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
 			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
 			{Alltoall, 16<<10 + 1, asMessages}, // forced to pairwise
-			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 64<<10 + 1, asMessages},
+			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 1 << 30, singleCopy},
 			{Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
 		}},
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
@@ -308,6 +308,25 @@ func TestSharedCMAAuto(t *testing.T) {
 	} {
 		if got := s.sharedWayOp(Allreduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(allreduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
+		}
+	}
+	// Nor a 2-rank reduce beyond splitMin (which cuts it in two); the
+	// root reads and folds a shorter one whole.
+	s = NewState(twoRanks{}, nil)
+	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}); err != nil {
+		t.Fatal(err)
+	}
+	s.sync = true
+	for _, tc := range []struct {
+		op   Op
+		w    int
+		want sharedMode
+	}{
+		{Op{User: user}, 16 << 10, throughSlots}, {Op{User: user}, splitMin, singleCopy}, {Op{User: user}, splitMin + 1, asMessages},
+		{Op{User: user, Commutative: true}, splitMin + 1, singleCopy}, {Builtin(dtype.Sum), 1 << 30, singleCopy},
+	} {
+		if got := s.sharedWayOp(Reduce, tc.w, tc.op); got != tc.want {
+			t.Errorf("sharedWayOp(reduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
 		}
 	}
 }

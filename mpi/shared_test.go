@@ -123,7 +123,8 @@ func init() { scenarios["coll-single-copy"] = collSingleCopy }
 
 // collSingleCopy: collAll's checks with the job's long bcasts, allgathers
 // and alltoalls read straight from the owners' buffers (the test sets
-// GOMPIX_SHM_CMA_MIN), then an in-place alltoall; the single-copy counter
+// GOMPIX_SHM_CMA_MIN), then an in-place alltoall and a long reduce to
+// every root; the single-copy counter
 // must have moved (every rank reads from its peers).
 func collSingleCopy(w *Comm) error {
 	before := ReadCounters().SingleCopyBytes
@@ -145,6 +146,32 @@ func collSingleCopy(w *Comm) error {
 		for i := 0; i < count; i++ {
 			if buf[q*count+i] != val(q*n+r, i) {
 				return fmt.Errorf("alltoall in place: block %d [%d] = %d", q, i, buf[q*count+i])
+			}
+		}
+	}
+	// A long reduce, to every root (the last in place): on 2 ranks the
+	// two fold a part each, the peer writing its part into the root's
+	// receive buffer.
+	const long = 40000 // float64s, 320 KB
+	send := make([]float64, long)
+	for i := range send {
+		send[i] = float64(r+1) * float64(i%1000)
+	}
+	for root := 0; root < n; root++ {
+		recv := make([]float64, long)
+		var err error
+		if r == root && root == n-1 {
+			copy(recv, send)
+			err = w.Reduce(InPlace, Slice(recv), Sum, root)
+		} else {
+			err = w.Reduce(Slice(send), Slice(recv), Sum, root)
+		}
+		if err != nil {
+			return fmt.Errorf("reduce of %d float64s to %d: %w", long, root, err)
+		}
+		for i := range recv {
+			if want := float64(n*(n+1)/2) * float64(i%1000); r == root && recv[i] != want {
+				return fmt.Errorf("reduce of %d float64s to %d: [%d] = %v, want %v", long, root, i, recv[i], want)
 			}
 		}
 	}

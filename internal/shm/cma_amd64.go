@@ -2,6 +2,9 @@
 
 package shm
 
-// sysProcessVMReadv is process_vm_readv's number on linux/amd64 (the
-// syscall package does not name it there).
-const sysProcessVMReadv = 310
+// process_vm_readv's and process_vm_writev's numbers on linux/amd64 (the
+// syscall package does not name them there).
+const (
+	sysProcessVMReadv  = 310
+	sysProcessVMWritev = 311
+)

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 )
 
-// readChunk bounds one process_vm_readv call: the calling thread keeps
+// readChunk bounds one process_vm_readv (or _writev) call: the calling thread keeps
 // its Go scheduler slot through each (RawSyscall), so a stop of the world
 // waits at most for one chunk's copy.
 const readChunk = 1 << 20
@@ -26,26 +26,41 @@ type iovec struct {
 // pid must have allowed it); the memory at addr must stay as it is until
 // ReadFrom returns.
 func ReadFrom(pid int, dst []byte, addr uintptr) error {
-	for len(dst) > 0 {
-		m := min(len(dst), readChunk)
-		local := iovec{uintptr(unsafe.Pointer(unsafe.SliceData(dst))), uint64(m)}
-		remote := iovec{addr, uint64(m)}
+	return crossCopy(sysProcessVMReadv, "reading", pid, dst, addr)
+}
+
+// WriteTo copies src to address addr of process pid with
+// process_vm_writev: ReadFrom the other way, under the same rights. The
+// memory at addr must be writable and nobody else's to change until
+// WriteTo returns.
+func WriteTo(pid int, src []byte, addr uintptr) error {
+	return crossCopy(sysProcessVMWritev, "writing", pid, src, addr)
+}
+
+// crossCopy moves len(local) bytes between local and address addr of
+// process pid with system call sys (process_vm_readv or _writev), a
+// readChunk at a time.
+func crossCopy(sys uintptr, verb string, pid int, local []byte, addr uintptr) error {
+	for len(local) > 0 {
+		m := min(len(local), readChunk)
+		here := iovec{uintptr(unsafe.Pointer(unsafe.SliceData(local))), uint64(m)}
+		there := iovec{addr, uint64(m)}
 		// Raw: the Go scheduler is not told, as for a call that does not
 		// block: the caller needs the copy before it can do anything
 		// else, and a chunk takes tens of µs.
-		n, _, e := syscall.RawSyscall6(sysProcessVMReadv, uintptr(pid), uintptr(unsafe.Pointer(&local)), 1,
-			uintptr(unsafe.Pointer(&remote)), 1, 0)
+		n, _, e := syscall.RawSyscall6(sys, uintptr(pid), uintptr(unsafe.Pointer(&here)), 1,
+			uintptr(unsafe.Pointer(&there)), 1, 0)
 		switch {
 		case e == syscall.EINTR:
 			continue
 		case e != 0:
-			return fmt.Errorf("shm: reading %d bytes at %#x of process %d: %w", len(dst), addr, pid, e)
+			return fmt.Errorf("shm: %s %d bytes at %#x of process %d: %w", verb, len(local), addr, pid, e)
 		case n == 0:
-			return fmt.Errorf("shm: reading %d bytes at %#x of process %d: nothing read", len(dst), addr, pid)
+			return fmt.Errorf("shm: %s %d bytes at %#x of process %d: nothing moved", verb, len(local), addr, pid)
 		}
-		// A read stops short where the remote range stops being mapped;
-		// the next round reports why.
-		dst, addr = dst[n:], addr+n
+		// A copy stops short where the remote range stops being mapped
+		// (or writable); the next round reports why.
+		local, addr = local[n:], addr+n
 	}
 	return nil
 }

@@ -6,5 +6,8 @@ package shm
 // only.
 func ReadFrom(pid int, dst []byte, addr uintptr) error { return ErrUnsupported }
 
+// WriteTo fails: see ReadFrom.
+func WriteTo(pid int, src []byte, addr uintptr) error { return ErrUnsupported }
+
 // AllowReaders fails: see ReadFrom.
 func AllowReaders() error { return ErrUnsupported }

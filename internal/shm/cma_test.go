@@ -54,3 +54,35 @@ func TestAllowReaders(t *testing.T) {
 		t.Fatalf("read %q, %v", dst, err)
 	}
 }
+
+// WriteTo copies into a process's memory, in chunks beyond readChunk, and
+// fails on an address that is not there or not writable.
+func TestWriteTo(t *testing.T) {
+	if err := WriteTo(os.Getpid(), make([]byte, 1), 0); errors.Is(err, ErrUnsupported) {
+		t.Skip(err)
+	}
+	src := make([]byte, 3*readChunk+123)
+	for i := range src {
+		src[i] = byte(i*5 + i>>11)
+	}
+	for _, n := range []int{1, 4096, readChunk, len(src)} {
+		dst := make([]byte, n+2)
+		if err := WriteTo(os.Getpid(), src[len(src)-n:], uintptr(unsafe.Pointer(&dst[1]))); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if !bytes.Equal(dst[1:n+1], src[len(src)-n:]) || dst[0] != 0 || dst[n+1] != 0 {
+			t.Fatalf("%d bytes: wrong data or written outside", n)
+		}
+		runtime.KeepAlive(dst)
+	}
+	if err := WriteTo(os.Getpid(), make([]byte, 8), 8); err == nil {
+		t.Error("writing address 8 succeeded")
+	}
+	text := "read-only" // a literal: its bytes lie in a read-only mapping
+	if err := WriteTo(os.Getpid(), []byte("overwrit"), uintptr(unsafe.Pointer(unsafe.StringData(text)))); err == nil || text != "read-only" {
+		t.Errorf("writing a read-only mapping: %v, %q", err, text)
+	}
+	if err := WriteTo(1<<22+17, make([]byte, 8), uintptr(unsafe.Pointer(&src[0]))); err == nil {
+		t.Error("writing a process that does not exist succeeded")
+	}
+}
