@@ -35,48 +35,25 @@ func (s *State) sharedReduce(send, recv []byte, nb int, t dtype.Type, op Op, roo
 	if single {
 		return s.singleReduce(n, d, send, recv, nb, t, op, root)
 	}
-	// A slot at a time: the peers copy the next piece in while the root
-	// folds the last one.
-	piece := nb
-	if nb > g.slot {
-		piece = g.slot / t.Size() * t.Size()
-	}
-	for a := 0; ; {
-		m := min(piece, nb-a)
-		if err := s.reducePiece(n, d, send, recv, a, m, t, op, root); err != nil {
-			return err
-		}
-		if a += m; a >= nb {
-			return nil
-		}
-		n = g.begin()
-	}
-}
-
-// reducePiece is sharedReduce's call n through the slots for bytes [a,
-// a+m) of the vector.
-func (s *State) reducePiece(n, d uint64, send, recv []byte, a, m int, t dtype.Type, op Op, root int) error {
-	g := s.sh
 	if g.r != root {
 		g.claim(n)
-		g.publish(n, d, send[a:a+m])
+		g.publish(n, d, send[:nb])
 		return nil
 	}
-	var own []byte
+	own := send
 	if send == nil { // in place
-		own = recv[a : a+m]
+		own = recv
 		if root != g.p-1 {
 			g.claim(n)
-			g.publish(n, d, own)
-			own = g.data(g.r, n, m)
+			g.publish(n, d, recv[:nb])
+			own = g.data(g.r, n, nb)
 		} else {
 			g.arrive(n)
 		}
 	} else {
-		own = send[a : a+m]
 		g.arrive(n)
 	}
-	return s.sharedFold(n, d, own, recv[a:a+m], t, op)
+	return s.sharedFold(n, d, own[:nb], recv[:nb], t, op)
 }
 
 // sharedFold waits for every peer's contribution to call n (described by

@@ -133,11 +133,6 @@ type Shared struct {
 	// (sharedCMAAuto: what does not fit the slots, where measured to
 	// win); 0 never.
 	CMAMin int
-	// CMASlow: a cross-process read costs several memory copies on this
-	// node, as every rank measured it (internal/shm.CMASlow): where
-	// single copy would read from a peer, the 2-rank defaults take the
-	// slots, in pieces, to 1 MiB (bcast, reduce) instead.
-	CMASlow bool
 }
 
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
@@ -192,12 +187,10 @@ type shared struct {
 // cores (4 on the 2-core machine): won for every kind to 64 KiB (allreduce
 // 43-56 against 70-92 µs, allgather 40 against 73-77, alltoall 64 KiB
 // blocks 52 against 60 for Open MPI).
-func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
+func sharedAuto(k Kind, p int, oversubscribed bool) int {
 	switch {
 	case oversubscribed:
 		return 256 << 10
-	case p <= 2 && inPieces(k, p, cmaSlow):
-		return 1 << 20
 	case p <= 2:
 		return 16 << 10
 	}
@@ -252,12 +245,10 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 // through the slots and 38.5-41.0 for Open MPI; 32 KiB 18.4-18.7 against
 // 14.3-21.4; 16 KiB 12.9-14.6 against 7.1-12.7; 8 ranks 64 KiB 46-49
 // against 70-93, 32 KiB 34-36 against 39-48).
-func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots, max int) {
+func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, slots, max int) {
 	switch {
 	case oversubscribed:
 		return k == Bcast, math.MaxInt, math.MaxInt
-	case p <= 2 && inPieces(k, p, cmaSlow): // beyond the pieces' bound
-		return true, math.MaxInt, math.MaxInt
 	case p > 2 && k == Allreduce:
 		return true, 16 << 10, math.MaxInt
 	case p > 2:
@@ -274,26 +265,9 @@ func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots,
 func SharedAutoSlot(p int, oversubscribed bool) int {
 	n := 0
 	for k := range numKinds {
-		n = max(n, sharedAuto(k, p, oversubscribed, false))
+		n = max(n, sharedAuto(k, p, oversubscribed))
 	}
 	return n
-}
-
-// inPieces reports whether a call of kind k on p ranks that sharedAuto
-// admits but the slot does not goes through the slots a slot at a time
-// (pieces: the next piece is copied in while the last one is copied out or
-// folded) rather than single copy or as messages: bcast (with a core per
-// rank beyond 2 ranks: GPU machine, 4 ranks, 1 MiB 116-154 µs against
-// 241-257 as messages; session 11), and on 2 ranks where a CMA read is
-// dear (cmaSlow), bcast and reduce (2-core machine, session 12: reduce
-// with 16 KiB pieces 64 KiB 3.0-4.0 µs against 6.9-8.4 single copy, 1 MiB
-// 53-67 against 60-68 split, Open MPI ob1 6.5-9.4 and 82-90; bcast 64 KiB
-// 3.0-4.0 against 5.1-5.8, 1 MiB 44-48 against 52-59, ob1 5.3-12 and
-// 48-59; but 256 KiB 12-17 against 10.5-11.8). On the GPU machine, where
-// CMA is cheap, the pieces lost on 2 ranks (reduce 1 MiB 129-145 against
-// 71-83, bcast 104-130 against 47-84).
-func inPieces(k Kind, p int, cmaSlow bool) bool {
-	return (k == Bcast || k == Reduce) && p <= 2 && cmaSlow || k == Bcast && p > 2
 }
 
 // SetShared gives the State a shared-memory segment (see Shared); calls
@@ -331,25 +305,22 @@ func (s *State) SetShared(sh Shared) error {
 			g.limit[k] = sh.Slot
 		case f != "": // forced elsewhere
 			g.limit[k] = -1
-		case sh.Auto && inPieces(k, p, sh.CMASlow) && sh.Slot >= 16:
-			// What the measured bound admits but the slot does not (a
+		case sh.Auto && k == Bcast && sh.Slot > 0:
+			// A bcast the measured bound admits but the slot does not (a
 			// segment kept within its size limit) goes in pieces.
-			g.limit[k] = sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow)
+			g.limit[k] = sharedAuto(k, p, sh.Oversubscribed)
 		case sh.Auto:
-			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow))
+			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
 		default:
 			g.limit[k] = sh.Slot
 		}
 		g.cmaMin[k], g.cmaMax[k] = math.MaxInt, math.MaxInt
-		switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed, sh.CMASlow); {
+		switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed); {
 		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
 		case sh.CMAMin > 0:
 			g.cmaMin[k] = sh.CMAMin
 		case ok:
-			below := g.limit[k] // beyond the slots (and their pieces)
-			if !sh.Auto || !inPieces(k, p, sh.CMASlow) {
-				below = min(below, sh.Slot)
-			}
+			below := min(g.limit[k], sh.Slot) // beyond the slots
 			if sh.Auto && f == "" {
 				below = min(below, slots) // the slots keep the rest (a non-commutative allreduce: sharedWayOp)
 			}
@@ -386,17 +357,12 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 // (recursive doubling, binomial tree), and its whole vector goes through
 // the slots or as messages here too (MPI's contract for a user's function
 // is elementwise, but functions over records of several elements exist,
-// and non-commutative ones are the likeliest); nor does a reduce through
-// the slots in pieces (inPieces). A 2-rank reduce up to splitMin, read
-// and folded whole by the root, stays single copy.
+// and non-commutative ones are the likeliest). A 2-rank reduce up to
+// splitMin, read and folded whole by the root, stays single copy.
 func (s *State) sharedWayOp(k Kind, w int, op Op) sharedMode {
 	way := s.sharedWay(k, w)
 	switch {
-	case op.IsCommutative():
-		return way
-	case way == throughSlots && w > s.sh.slot: // in pieces
-		return asMessages
-	case way != singleCopy:
+	case way != singleCopy || op.IsCommutative():
 		return way
 	case k == Reduce && (s.sh.p > 2 || w <= splitMin):
 		return way

@@ -225,7 +225,7 @@ func TestSharedProgress(t *testing.T) {
 // of a pieced bcast fail at its first piece and the segment keeps working.
 func TestSharedBcastPieces(t *testing.T) {
 	const slot = 1000
-	for _, p := range []int{2, 3, 4} { // 2 ranks: in pieces where CMA is dear
+	for _, p := range []int{3, 4} {
 		t.Run(fmt.Sprint(p), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(p), 33))
 			sizes := []int{0, 1, slot - 1, slot, slot + 1, 2 * slot, 2*slot + 1, 17 * slot}
@@ -240,7 +240,7 @@ func TestSharedBcastPieces(t *testing.T) {
 				rk := cm.Rank()
 				s := coll.NewState(cm, perRank(nil))
 				if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Oversubscribed: p > runtime.GOMAXPROCS(0),
-					Truncate: colltest.ErrTruncate, CMASlow: true}); err != nil {
+					Truncate: colltest.ErrTruncate}); err != nil {
 					return err
 				}
 				for i, n := range sizes {
@@ -295,61 +295,49 @@ func TestSharedBcastPieces(t *testing.T) {
 // reference's results for every root, in place or not, with builtin and
 // user ops, and the split ran (it moves more bytes than the vectors: the
 // peer reads and writes its part); a non-commutative op's vector goes
-// whole. Where CMA is dear (Shared.CMASlow), the same calls go through
-// the slots in pieces to 1 MiB, and split beyond. A peer that cannot read
-// the root's memory makes both fail.
+// whole. A peer that cannot read the root's memory makes both fail.
 func TestSharedSplitReduce(t *testing.T) {
 	const p, slot = 2, 512
+	r := rand.New(rand.NewPCG(2, 12))
 	ops := []opType{{coll.Builtin(dtype.Sum), dtype.Int8}, {coll.Builtin(dtype.Sum), dtype.Float64},
 		{coll.Builtin(dtype.Avg), dtype.Float32}, {coll.Builtin(dtype.Max), dtype.Int32},
 		{coll.Builtin(dtype.Bxor), dtype.Uint16}, {coll.Builtin(dtype.Prod), dtype.Complex64},
 		{xorOp, dtype.Int16}, {affineOp, dtype.Uint64}}
-	for _, slow := range []bool{false, true} {
-		r := rand.New(rand.NewPCG(2, 12))
-		split := 64 << 10 // the split beyond
-		if slow {
-			split = 1 << 20
-		}
-		var cases []*tcase
-		vectors := int64(0) // bytes of the vectors that split
-		for i, o := range ops {
-			esz := o.t.Size()
-			sizes := []int{slot + esz, 64<<10 - esz, 64 << 10, 64<<10 + esz, 1<<20 + 3*esz, 64<<10 + r.IntN(1<<20)/esz*esz}
-			if i%3 == 0 {
-				sizes = append(sizes, 2<<20+esz)
-			}
-			for _, nb := range sizes {
-				c := genCaseCount(r, coll.Reduce, p, (i+nb)%p, o, nb/esz)
-				cases = append(cases, c)
-				if nb > split && o.op.IsCommutative() {
-					vectors += int64(nb)
-				}
+	var cases []*tcase
+	vectors := int64(0) // bytes of the vectors that split
+	for i, o := range ops {
+		esz := o.t.Size()
+		for _, nb := range []int{64<<10 - esz, 64 << 10, 64<<10 + esz, 1<<20 + 3*esz, 64<<10 + r.IntN(1<<20)/esz*esz} {
+			c := genCaseCount(r, coll.Reduce, p, (i+nb)%p, o, nb/esz)
+			cases = append(cases, c)
+			if nb > 64<<10 && o.op.IsCommutative() {
+				vectors += int64(nb)
 			}
 		}
-		seg := sharedMem(p, slot)
-		w := colltest.NewWorld(p)
-		copied := coll.SingleCopyBytes()
-		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-			rk := cm.Rank()
-			s := coll.NewState(cm, perRank(nil))
-			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-				Pids: selfPids(p), CMAMin: -1, CMASlow: slow}); err != nil {
-				return err
-			}
-			for i, c := range cases {
-				if err := c.block(s, rk, &c.bufs[rk]); err != nil {
-					return fmt.Errorf("call %d %s: %w", i, c.desc, err)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("CMA slow %v: %v", slow, err)
+	}
+	seg := sharedMem(p, slot)
+	w := colltest.NewWorld(p)
+	copied := coll.SingleCopyBytes()
+	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
+		rk := cm.Rank()
+		s := coll.NewState(cm, perRank(nil))
+		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+			Pids: selfPids(p), CMAMin: -1}); err != nil {
+			return err
 		}
-		checkCases(t, fmt.Sprintf("CMA slow %v: ", slow), cases)
-		if moved := coll.SingleCopyBytes() - copied; moved <= vectors {
-			t.Errorf("CMA slow %v: single copy moved %d bytes, the split vectors are %d: no split", slow, moved, vectors)
+		for i, c := range cases {
+			if err := c.block(s, rk, &c.bufs[rk]); err != nil {
+				return fmt.Errorf("call %d %s: %w", i, c.desc, err)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCases(t, "", cases)
+	if moved := coll.SingleCopyBytes() - copied; moved <= vectors {
+		t.Errorf("single copy moved %d bytes, the split vectors are %d: no split", moved, vectors)
 	}
 
 	// Rank 1 reads rank 0 through a process that does not exist.

@@ -252,14 +252,6 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 1 << 30, singleCopy},
 			{Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
 		}},
-		{"2 ranks, CMA dear", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}, []want{
-			{Bcast, 16<<10 + 1, throughSlots}, {Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, singleCopy},
-			{Reduce, 16<<10 + 1, throughSlots}, {Reduce, 1 << 20, throughSlots}, {Reduce, 1<<20 + 1, singleCopy},
-			{Allgather, 16<<10 + 1, singleCopy}, {Allreduce, 16<<10 + 1, asMessages},
-		}},
-		{"2 ranks, CMA dear, no process ids", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, CMAMin: -1, CMASlow: true}, []want{
-			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages}, {Reduce, 1<<20 + 1, asMessages},
-		}},
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
 			{Allgather, 1 << 20, throughSlots}, {Allgather, 1<<20 + 1, singleCopy},
@@ -335,24 +327,6 @@ func TestSharedCMAAuto(t *testing.T) {
 	} {
 		if got := s.sharedWayOp(Reduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(reduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
-		}
-	}
-	// Nor a reduce through the slots in pieces.
-	s = NewState(twoRanks{}, nil)
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 16 << 10, Auto: true, CMASlow: true}); err != nil {
-		t.Fatal(err)
-	}
-	s.sync = true
-	for _, tc := range []struct {
-		op   Op
-		w    int
-		want sharedMode
-	}{
-		{Op{User: user}, 16 << 10, throughSlots}, {Op{User: user}, 16<<10 + 1, asMessages},
-		{Op{User: user, Commutative: true}, 1 << 20, throughSlots},
-	} {
-		if got := s.sharedWayOp(Reduce, tc.w, tc.op); got != tc.want {
-			t.Errorf("pieces: sharedWayOp(reduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
 		}
 	}
 }
