@@ -133,6 +133,11 @@ type Shared struct {
 	// (sharedCMAAuto: what does not fit the slots, where measured to
 	// win); 0 never.
 	CMAMin int
+	// CMASlow: a cross-process read costs several memory copies on this
+	// node, as every rank measured it (internal/shm.CMASlow). A 2-rank
+	// reduce beyond 64 KiB then goes single copy, the two ranks sharing
+	// the reads (splitReduce); elsewhere as messages.
+	CMASlow bool
 }
 
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
@@ -222,10 +227,14 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
 // (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
-// machine (126 against 98); beyond splitMin the two ranks fold half a
-// vector each (splitReduce: session 12, 1 MiB 74-91 against 119-130 for
-// the root alone and 101-144 for Open MPI ob1), a non-commutative op's
-// vector goes as messages (sharedWayOp). Beyond 2 ranks the
+// machine (126 against 98). Beyond splitMin, where a CMA read is dear
+// (cmaSlow: the 2-core machine), the two ranks share the reads, each
+// folding a part of the vector (splitReduce, session 12: 1 MiB 74-91
+// against 119-130 for the root alone and 101-144 for Open MPI ob1 in the
+// machine's fast state, 47-63 against 65-94 as messages and 79-86 for
+// ob1 in its slow state), and a non-commutative op's vector goes as
+// messages (sharedWayOp); where it is cheap (the GPU machine), messages
+// were faster (1 MiB 64-85 against 76-86 split). Beyond 2 ranks the
 // root would read every contribution itself (4 ranks, 1 MiB: 838 against
 // 256), where the binomial tree spreads the work. Allreduce (a
 // reduce-scatter and an allgather, each rank reading 2(p-1) blocks of n/p
@@ -245,7 +254,7 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // through the slots and 38.5-41.0 for Open MPI; 32 KiB 18.4-18.7 against
 // 14.3-21.4; 16 KiB 12.9-14.6 against 7.1-12.7; 8 ranks 64 KiB 46-49
 // against 70-93, 32 KiB 34-36 against 39-48).
-func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, slots, max int) {
+func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots, max int) {
 	switch {
 	case oversubscribed:
 		return k == Bcast, math.MaxInt, math.MaxInt
@@ -253,8 +262,10 @@ func sharedCMAAuto(k Kind, p int, oversubscribed bool) (ok bool, slots, max int)
 		return true, 16 << 10, math.MaxInt
 	case p > 2:
 		return k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
-	case k == Reduce:
+	case k == Reduce && cmaSlow:
 		return true, math.MaxInt, math.MaxInt
+	case k == Reduce:
+		return true, math.MaxInt, splitMin
 	case k == Allreduce:
 		return false, 0, 0
 	}
@@ -315,7 +326,7 @@ func (s *State) SetShared(sh Shared) error {
 			g.limit[k] = sh.Slot
 		}
 		g.cmaMin[k], g.cmaMax[k] = math.MaxInt, math.MaxInt
-		switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed); {
+		switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed, sh.CMASlow); {
 		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
 		case sh.CMAMin > 0:
 			g.cmaMin[k] = sh.CMAMin

@@ -295,7 +295,9 @@ func TestSharedBcastPieces(t *testing.T) {
 // reference's results for every root, in place or not, with builtin and
 // user ops, and the split ran (it moves more bytes than the vectors: the
 // peer reads and writes its part); a non-commutative op's vector goes
-// whole. A peer that cannot read the root's memory makes both fail.
+// whole (where a CMA read is dear, Shared.CMASlow: elsewhere such
+// reduces go as messages). A peer that cannot read the root's memory
+// makes both fail.
 func TestSharedSplitReduce(t *testing.T) {
 	const p, slot = 2, 512
 	r := rand.New(rand.NewPCG(2, 12))
@@ -322,7 +324,7 @@ func TestSharedSplitReduce(t *testing.T) {
 		rk := cm.Rank()
 		s := coll.NewState(cm, perRank(nil))
 		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-			Pids: selfPids(p), CMAMin: -1}); err != nil {
+			Pids: selfPids(p), CMAMin: -1, CMASlow: true}); err != nil {
 			return err
 		}
 		for i, c := range cases {
@@ -348,7 +350,7 @@ func TestSharedSplitReduce(t *testing.T) {
 			rk := cm.Rank()
 			s := coll.NewState(cm, perRank(nil))
 			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-				Pids: []int{1<<22 + 17, selfPids(1)[0]}, CMAMin: -1}); err != nil {
+				Pids: []int{1<<22 + 17, selfPids(1)[0]}, CMAMin: -1, CMASlow: true}); err != nil {
 				return err
 			}
 			errs[rk] = s.Reduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum), root)

@@ -249,8 +249,12 @@ func TestSharedCMAAuto(t *testing.T) {
 		{"2 ranks", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
 			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
 			{Alltoall, 16<<10 + 1, asMessages}, // forced to pairwise
-			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 1 << 30, singleCopy},
+			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 64<<10 + 1, asMessages},
 			{Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
+		}},
+		{"2 ranks, CMA dear", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}, []want{
+			{Reduce, 16 << 10, throughSlots}, {Reduce, 16<<10 + 1, singleCopy}, {Reduce, 1 << 30, singleCopy},
+			{Bcast, 16<<10 + 1, singleCopy}, {Allreduce, 16<<10 + 1, asMessages},
 		}},
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
@@ -313,7 +317,7 @@ func TestSharedCMAAuto(t *testing.T) {
 	// Nor a 2-rank reduce beyond splitMin (which cuts it in two); the
 	// root reads and folds a shorter one whole.
 	s = NewState(twoRanks{}, nil)
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}); err != nil {
+	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.sync = true

@@ -56,8 +56,9 @@ var nodeOversubscribed bool
 // one), before that call and with c.collMu held: rank 0 creates the
 // segment and sends its name to every rank (each sending its process id
 // and the address of a probe word beside it), every rank maps it and
-// reads its peers' probes (cmaPeers), all agree on whether every rank
-// did both (coll.SetupAllgather and SetupAgreeEach, on a reserved tag),
+// reads its peers' probes (cmaPeers) and times a CMA read (shm.CMASlow),
+// all agree on whether every rank did both and found CMA dear
+// (coll.SetupAllgather and SetupAgreeEach, on a reserved tag),
 // and rank 0 removes the name
 // (the memory lives until the last rank unmaps it or exits). A rank that
 // cannot map it makes the whole communicator go without, with no error:
@@ -106,18 +107,20 @@ func (c *Comm) setupShared(st *coll.State) error {
 	if err == nil && c.Rank() != 0 && name[0] != 0 {
 		seg, _ = shm.Open(string(name[:bytes.IndexByte(name, 0)]), size)
 	}
-	// One agreement on both: the segment (every rank mapped it) and single
-	// copy (every rank read every peer's probe and wants it; a rank with
-	// GOMPIX_SHM_CMA_MIN=0 turns it off for all).
+	// One agreement on all three: the segment (every rank mapped it),
+	// single copy (every rank read every peer's probe and wants it; a rank
+	// with GOMPIX_SHM_CMA_MIN=0 turns it off for all), and whether a CMA
+	// read is dear here (as every rank timed it: the ranks must choose
+	// alike).
 	var pids []int
 	if err == nil && cmaMin != 0 {
 		pids = cmaPeers(recs, c.Rank())
 	}
-	all := false
+	all, cmaSlow := false, false
 	if err == nil {
 		var agreed []bool
-		if agreed, err = coll.SetupAgreeEach(cm, []bool{seg != nil && name[0] != 0, pids != nil}, tag); err == nil {
-			all = agreed[0]
+		if agreed, err = coll.SetupAgreeEach(cm, []bool{seg != nil && name[0] != 0, pids != nil, shm.CMASlow()}, tag); err == nil {
+			all, cmaSlow = agreed[0], agreed[2]
 			if !agreed[1] {
 				pids = nil
 			}
@@ -133,7 +136,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Auto: auto, Oversubscribed: nodeOversubscribed,
 		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate, Progress: c.pc.Engine().Progress,
-		Pids: pids, CMAMin: cmaMin}); err != nil {
+		Pids: pids, CMAMin: cmaMin, CMASlow: cmaSlow}); err != nil {
 		closeSegment(seg)
 		return err
 	}

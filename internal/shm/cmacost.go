@@ -1,0 +1,72 @@
+package shm
+
+import (
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Is a cross-process read dear here?
+//
+// A CMA read (ReadFrom) costs a system call and the pinning of the remote
+// pages on top of the copy itself, and how much that is depends on the
+// machine: on the 2-vCPU development VM one of 64 KiB took 4.6-6.1 µs
+// against 0.8 µs for a memory copy (a call of any size some 3 µs), on
+// the GPU machine's bare metal 3.1-3.9 µs against 1.6
+// (docs/performance-host.md, sessions 10 and 12). Where it is dear, two
+// plain copies through shared memory (one on each side, at once) beat the
+// one CMA read: UCX's eager protocol against its rendezvous
+// (pt2pt/ucx), the shared-memory collectives' slots against their single
+// copy (coll). CMASlow measures it once per process.
+
+const (
+	// cmaCostBytes is the size timed: the middle of the range at stake.
+	cmaCostBytes = 64 << 10
+	// cmaSlowRatio separates the two machines measured (5.6-7.6 memory
+	// copies per CMA read against 1.9-2.4).
+	cmaSlowRatio = 4
+)
+
+// SlowCMA is CMASlow's decision on the times of one CMA read and one
+// memory copy of the same size.
+func SlowCMA(cma, memcpy time.Duration) bool {
+	return memcpy > 0 && cma >= cmaSlowRatio*memcpy
+}
+
+var cmaSlow = sync.OnceValue(func() bool {
+	cma, memcpy, err := TimeCopies(cmaCostBytes)
+	return err == nil && SlowCMA(cma, memcpy)
+})
+
+// CMASlow reports whether a CMA read of 64 KiB costs cmaSlowRatio memory
+// copies or more on this machine, timing both the first time it is
+// called (a few ms); false where ReadFrom does not work.
+func CMASlow() bool { return cmaSlow() }
+
+// TimeCopies returns the best of a few rounds of a CMA read (ReadFrom of
+// this process's own memory) and of a memory copy, of n bytes each.
+func TimeCopies(n int) (cma, memcpy time.Duration, err error) {
+	src, dst := make([]byte, n), make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	pid, addr := os.Getpid(), uintptr(unsafe.Pointer(&src[0]))
+	const rounds, per = 5, 100
+	cma, memcpy = time.Hour, time.Hour
+	for range rounds {
+		t0 := time.Now()
+		for range per {
+			if err := ReadFrom(pid, dst, addr); err != nil {
+				return 0, 0, err
+			}
+		}
+		cma = min(cma, time.Since(t0)/per)
+		t0 = time.Now()
+		for range per {
+			copy(dst, src)
+		}
+		memcpy = min(memcpy, time.Since(t0)/per)
+	}
+	return cma, memcpy, nil
+}
