@@ -10,6 +10,9 @@
 #   make build && mpicc -O2 -o /tmp/mpi_bench scripts/mpi_bench.c
 #   scripts/host-compare.sh [rounds] [latency|coll|all] | tee /tmp/hc.txt
 #   scripts/host-summary.py /tmp/hc.txt
+#
+# Where /tmp/c2c_probe is built (scripts/c2c_probe.c), each round starts
+# with a line "probe <r> <ns>": the machine's core-to-core round trip.
 set -u
 rounds=${1:-3}
 what=${2:-all}
@@ -25,7 +28,9 @@ field() { awk -v s="$1" '$1 == s { print $2 }'; }
 # bfield WHAT SIZE: the value of mpi_bench's row for WHAT at SIZE (stdin).
 bfield() { awk -v c="$1" -v s="$2" '$1 == c && $2 == s { print $3 }'; }
 
+P=${C2C_PROBE:-/tmp/c2c_probe}
 for r in $(seq 1 "$rounds"); do
+	[ -x "$P" ] && echo "probe $r $($P)"
 	if [ "$what" != coll ]; then
 		g=$($G -n 2 $X osu latency -m 8:1024)
 		o=$($M -n 2 $B latency 8 1024 2>&1)
