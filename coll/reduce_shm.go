@@ -19,18 +19,17 @@ import (
 // the root reads the contributions a chunk at a time (reduceChunk bytes)
 // from the peers' memory and folds each chunk in the same order; the
 // peers return once the root has read everything. Two ranks with a
-// commutative op and more than splitMin bytes share the work instead
-// (splitReduce).
+// commutative op share the reads where a CMA read is dear (halfReduce).
 //
 // Cost: through the slots, non-roots nβ_mem, root (p-1)(λ + nβ_mem + nγ);
-// single copy, root (p-1)(λ + nβ_cma + nγ), non-roots wait for it; split,
-// see splitReduce.
+// single copy, root (p-1)(λ + nβ_cma + nγ), non-roots wait for it;
+// halves, see halfReduce.
 func (s *State) sharedReduce(send, recv []byte, nb int, t dtype.Type, op Op, root int, single bool) error {
 	g := s.sh
 	n := g.begin()
 	d := desc(Reduce, t, root, nb)
-	if single && g.p == 2 && nb > splitMin && op.IsCommutative() {
-		return s.splitReduce(n, d, send, recv, nb, t, op, root)
+	if single && g.p == 2 && g.cmaSlow && op.IsCommutative() {
+		return s.halfReduce(n, d, send, recv, nb, t, op, root)
 	}
 	if single {
 		return s.singleReduce(n, d, send, recv, nb, t, op, root)
@@ -113,98 +112,6 @@ func (s *State) singleReduce(n, d uint64, send, recv []byte, nb int, t dtype.Typ
 	return err
 }
 
-// splitShare is the part of a split reduce's vector (splitReduce) that
-// the root folds, in 64ths: the peer copies its part twice, the root once,
-// so the root takes more (the 2-core machine: a 1 MiB reduce 74-91 µs
-// with 38/64, 78-101 with 41/64; 2-rank allreduce's even halves lost,
-// see sharedCMAAuto).
-const splitShare = 38
-
-// splitMin is the largest 2-rank single-copy reduce that one rank reads
-// and folds alone (singleReduce); beyond it the two split the vector
-// (splitReduce). At 64 KiB the split's extra system calls and waits cost
-// more than it saves (2-core machine: 8-18 µs against 6.6-9.8); from 256
-// KiB on it wins (256 KiB 19-27 against 27-43, 512 KiB 33-46 against
-// 59-69, 1 MiB 74-91 against 119-130; Open MPI ob1 25-28, 52-91, 101-144).
-const splitMin = 64 << 10
-
-// splitReduce is the 2-rank single-copy reduce of a commutative op. Where
-// singleReduce's root reads and folds the whole vector while the other
-// rank waits, here the two fold a part each at the same time: the root
-// reads the peer's first part into its receive buffer and folds its own
-// into it; the peer reads the root's second part, folds its own into it
-// and writes the result into the root's receive buffer (process_vm_writev),
-// then reports how that went in its slot (splitFailed). The peer's part is
-// the smaller (splitShare): it copies twice.
-//
-// Cost: root f(λ + nβ_cma + nγ), peer (1-f)(λ + 2nβ_cma + nγ), at once.
-func (s *State) splitReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type, op Op, root int) error {
-	g := s.sh
-	q := 1 - g.r
-	cut := nb * splitShare / 64 &^ (sharedLine - 1) // the ranks write no line both
-	cut -= cut % t.Size()
-	g.claim(n)
-	if g.r != root {
-		g.offer(n, d, send[:nb])
-		err := g.check(q, n, d|sharedSingle)
-		if err == nil {
-			part := g.scratchBytes(nb - cut)
-			err = g.fetch(q, n, part, cut)
-			if err == nil {
-				err = s.mem.Reduce(op, t, send[cut:nb], part)
-			}
-			if err == nil && op.isAvg() {
-				err = s.mem.Scale(t, part, 2)
-			}
-			if err == nil {
-				err = g.deliver(q, n, part, cut)
-			}
-			if err != nil {
-				g.splitFailed(n)
-			}
-		}
-		g.finished(n)
-		g.releasedBy(q, n)
-		runtime.KeepAlive(send)
-		return err
-	}
-	own := send
-	if send == nil { // in place
-		own = recv
-	}
-	g.offer2(n, d, own[:nb], recv[:nb])
-	if err := g.check(q, n, d|sharedSingle); err != nil {
-		g.finished(n)
-		return err
-	}
-	var err error
-	if send == nil { // the peer's part must not overwrite this rank's
-		part := g.scratchBytes(cut)
-		err = g.fetch(q, n, part, 0)
-		if err == nil {
-			err = s.mem.Reduce(op, t, part, recv[:cut])
-		}
-	} else {
-		err = g.fetch(q, n, recv[:cut], 0)
-		if err == nil {
-			err = s.mem.Reduce(op, t, send[:cut], recv[:cut])
-		}
-	}
-	if err == nil && op.isAvg() {
-		err = s.mem.Scale(t, recv[:cut], 2)
-	}
-	g.finished(n)
-	switch {
-	case !g.reached(q, n, 1):
-		err = fmt.Errorf("coll: %v: rank %d left the call: %w", Reduce, q, ErrCount)
-	case g.failedSplit(q, n) && err == nil:
-		err = fmt.Errorf("coll: %v: rank %d failed to fold its part of the vector into this rank's", Reduce, q)
-	}
-	runtime.KeepAlive(send)
-	runtime.KeepAlive(recv)
-	return err
-}
-
 // singleFold folds bytes [lo, lo+len(out)) of the contributions of call n
 // that the peers offered (described by d) with own, this rank's (nil: in
 // place, out holds it), into out in rank order, out = c0 ∘ (c1 ∘ (… ∘
@@ -256,4 +163,75 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 		return s.mem.Scale(t, out, g.p)
 	}
 	return nil
+}
+
+// reduceSerialMax is the largest 2-rank reduce whose vector the root
+// reads and folds alone by default (singleReduce) where a CMA read is
+// cheap: beyond it, messages were faster on the GPU machine (1 MiB: 126
+// µs against 98). Where a CMA read is dear, the two ranks share the reads
+// at every size (halfReduce).
+const reduceSerialMax = 64 << 10
+
+// halfReduce is the 2-rank single-copy reduce of a commutative op where a
+// CMA read is dear (Shared.CMASlow): the peer writes the second half of
+// its vector into the root's receive buffer (process_vm_writev) while the
+// root reads the first half into it, then the root folds its own vector
+// into the whole. Each CMA call costs some µs on top of its copy on the
+// 2-core machine, and the peer's runs at once with the root's; the peer
+// reports a failed write in its slot (markFailed). An in-place root (its
+// receive buffer holds its vector) offers no receive buffer and reads the
+// whole vector itself, as singleReduce. Session 12, 2-core machine
+// against the root alone to 64 KiB and splitting the fold beyond: 32 KiB
+// 4.3-5.2 µs against 4.9-9.3, 64 KiB 5.3-7.3 against 6.5-14, 1 MiB 39-57
+// against 53-82 (Open MPI ob1 4.8-5.2, 6.4-7.0, 77-91); on the GPU
+// machine, where CMA is cheap, it lost (64 KiB 9.8-10.7 against 5.5-8.1).
+//
+// Cost: root λ + (n/2)β_cma + nγ, the peer's (n/2)β_cma at once.
+func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type, op Op, root int) error {
+	g := s.sh
+	q := 1 - g.r
+	cut := nb / 2 &^ (sharedLine - 1)
+	cut -= cut % t.Size()
+	g.claim(n)
+	if g.r != root {
+		g.offer(n, d, send[:nb])
+		err := g.check(q, n, d|sharedSingle)
+		if err == nil && g.offeredSecond(q, n) {
+			if err = g.deliver(q, n, send[cut:nb], cut); err != nil {
+				g.markFailed(n)
+			}
+		}
+		g.finished(n)
+		g.releasedBy(q, n)
+		runtime.KeepAlive(send)
+		return err
+	}
+	if send == nil { // in place
+		g.offer2(n, d, recv[:nb], nil)
+		err := s.singleFold(n, d|sharedSingle, nil, recv[:nb], t, op, 0)
+		g.finished(n)
+		return err
+	}
+	g.offer2(n, d, send[:nb], recv[:nb])
+	if err := g.check(q, n, d|sharedSingle); err != nil {
+		g.finished(n)
+		return err
+	}
+	err := g.fetch(q, n, recv[:cut], 0)
+	g.finished(n)
+	switch {
+	case !g.reached(q, n, 1):
+		err = fmt.Errorf("coll: %v: rank %d left the call: %w", Reduce, q, ErrCount)
+	case g.failedIn(q, n) && err == nil:
+		err = fmt.Errorf("coll: %v: rank %d failed to write its part of the vector into this rank's", Reduce, q)
+	}
+	if err == nil {
+		err = s.mem.Reduce(op, t, send[:nb], recv[:nb])
+	}
+	if err == nil && op.isAvg() {
+		err = s.mem.Scale(t, recv[:nb], 2)
+	}
+	runtime.KeepAlive(send)
+	runtime.KeepAlive(recv)
+	return err
 }

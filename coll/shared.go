@@ -135,8 +135,9 @@ type Shared struct {
 	CMAMin int
 	// CMASlow: a cross-process read costs several memory copies on this
 	// node, as every rank measured it (internal/shm.CMASlow). A 2-rank
-	// reduce beyond 64 KiB then goes single copy, the two ranks sharing
-	// the reads (splitReduce); elsewhere as messages.
+	// reduce beyond the slots then goes single copy at any size, the two
+	// ranks sharing the reads (halfReduce); elsewhere single copy to 64
+	// KiB and as messages beyond.
 	CMASlow bool
 }
 
@@ -170,6 +171,7 @@ type shared struct {
 	limit    [numKinds]int // largest contribution per kind through the slots (bcast: in pieces beyond slot); -1: the kind's algorithm is forced to something else
 	slot     int           // Shared.Slot
 	pids     []int         // the ranks' process ids (Shared.Pids); nil: no single copy
+	cmaSlow  bool          // Shared.CMASlow
 	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
 	cmaMax   [numKinds]int // largest single-copy contribution per kind
 	scratch  []byte        // single copy: an in-place alltoall's send blocks; a reduce's pieces
@@ -227,14 +229,11 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
 // (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
-// machine (126 against 98). Beyond splitMin, where a CMA read is dear
-// (cmaSlow: the 2-core machine), the two ranks share the reads, each
-// folding a part of the vector (splitReduce, session 12: 1 MiB 74-91
-// against 119-130 for the root alone and 101-144 for Open MPI ob1 in the
-// machine's fast state, 47-63 against 65-94 as messages and 79-86 for
-// ob1 in its slow state), and a non-commutative op's vector goes as
-// messages (sharedWayOp); where it is cheap (the GPU machine), messages
-// were faster (1 MiB 64-85 against 76-86 split). Beyond 2 ranks the
+// machine (126 against 98): so to reduceSerialMax, and where a CMA read
+// is dear (cmaSlow: the 2-core machine) at every size, the two ranks
+// sharing the reads (halfReduce; a non-commutative op's vector, which
+// the root then reads whole, goes as messages beyond reduceSerialMax:
+// sharedWayOp). Beyond 2 ranks the
 // root would read every contribution itself (4 ranks, 1 MiB: 838 against
 // 256), where the binomial tree spreads the work. Allreduce (a
 // reduce-scatter and an allgather, each rank reading 2(p-1) blocks of n/p
@@ -265,7 +264,7 @@ func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots,
 	case k == Reduce && cmaSlow:
 		return true, math.MaxInt, math.MaxInt
 	case k == Reduce:
-		return true, math.MaxInt, splitMin
+		return true, math.MaxInt, reduceSerialMax
 	case k == Allreduce:
 		return false, 0, 0
 	}
@@ -299,7 +298,7 @@ func (s *State) SetShared(sh Shared) error {
 	}
 	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
 		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
-		prog: s.prog, progress: sh.Progress, pids: sh.Pids, slot: sh.Slot}
+		prog: s.prog, progress: sh.Progress, pids: sh.Pids, slot: sh.Slot, cmaSlow: sh.CMASlow}
 	if sh.Oversubscribed {
 		g.spin = sharedSpinOver
 	}
@@ -363,19 +362,19 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 
 // sharedWayOp is sharedWay for a reduction (reduce, allreduce) with op. A
 // single-copy allreduce cuts the vector in blocks, one per rank, as the
-// ring and Rabenseifner schedules do, and so does a 2-rank reduce beyond
-// splitMin; for a non-commutative operation the schedules never cut it
-// (recursive doubling, binomial tree), and its whole vector goes through
-// the slots or as messages here too (MPI's contract for a user's function
-// is elementwise, but functions over records of several elements exist,
-// and non-commutative ones are the likeliest). A 2-rank reduce up to
-// splitMin, read and folded whole by the root, stays single copy.
+// ring and Rabenseifner schedules do; for a non-commutative operation the
+// schedules never cut it (recursive doubling), and its whole vector goes
+// through the slots or as messages here too (MPI's contract for a user's
+// function is elementwise, but functions over records of several
+// elements exist, and non-commutative ones are the likeliest). A 2-rank
+// reduce of one, which the root reads and folds alone (halfReduce takes
+// commutative ops only), stays single copy to reduceSerialMax.
 func (s *State) sharedWayOp(k Kind, w int, op Op) sharedMode {
 	way := s.sharedWay(k, w)
 	switch {
 	case way != singleCopy || op.IsCommutative():
 		return way
-	case k == Reduce && (s.sh.p > 2 || w <= splitMin):
+	case k == Reduce && (s.sh.p > 2 || w <= reduceSerialMax):
 		return way
 	case w <= s.sh.limit[k]:
 		return throughSlots
@@ -476,7 +475,7 @@ func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader+8)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(second))))
-	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader+16)) = 0 // splitFailed's word
+	*(*uint64)(unsafe.Add(unsafe.Pointer(h), sharedHeader+16)) = 0 // markFailed's word
 	shm.StoreRelease(h, n)
 }
 
@@ -496,15 +495,21 @@ func (g *shared) deliver(q int, n uint64, src []byte, off int) error {
 	return nil
 }
 
-// splitFailed records in this rank's slot for call n, before finished(n),
-// that it could not do its part of the call (failedSplit).
-func (g *shared) splitFailed(n uint64) {
+// offeredSecond reports whether rank q offered a second buffer for call
+// n (offer2 with one).
+func (g *shared) offeredSecond(q int, n uint64) bool {
+	return *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[8])) != 0
+}
+
+// markFailed records in this rank's slot for call n, before finished(n),
+// that it could not do its part of the call (failedIn).
+func (g *shared) markFailed(n uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&g.data(g.r, n, 24)[16])), 1)
 }
 
-// failedSplit reports whether rank q recorded a failure in call n
-// (splitFailed). reached(q, n, 1) must have returned true.
-func (g *shared) failedSplit(q int, n uint64) bool {
+// failedIn reports whether rank q recorded a failure in call n
+// (markFailed). reached(q, n, 1) must have returned true.
+func (g *shared) failedIn(q int, n uint64) bool {
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&g.data(q, n, 24)[16]))) != 0
 }
 

@@ -289,16 +289,16 @@ func TestSharedBcastPieces(t *testing.T) {
 	}
 }
 
-// TestSharedSplitReduce: a 2-rank single-copy reduce beyond 64 KiB (the
-// split, where each rank folds a part of the vector and the root's
-// receive buffer gets the peer's part written into it) gives the
+// TestSharedHalfReduce: a 2-rank single-copy reduce where a CMA read is
+// dear (Shared.CMASlow: the peer writes half its vector into the root's
+// receive buffer while the root reads the other half) gives the
 // reference's results for every root, in place or not, with builtin and
-// user ops, and the split ran (it moves more bytes than the vectors: the
-// peer reads and writes its part); a non-commutative op's vector goes
-// whole (where a CMA read is dear, Shared.CMASlow: elsewhere such
-// reduces go as messages). A peer that cannot read the root's memory
+// user ops, at every size from the slot on; a non-commutative op's vector
+// goes whole to the root, single copy to 64 KiB and as messages beyond.
+// Every byte that goes single copy is counted once. A peer that cannot
+// write into the root's memory (or a root that cannot read the peer's)
 // makes both fail.
-func TestSharedSplitReduce(t *testing.T) {
+func TestSharedHalfReduce(t *testing.T) {
 	const p, slot = 2, 512
 	r := rand.New(rand.NewPCG(2, 12))
 	ops := []opType{{coll.Builtin(dtype.Sum), dtype.Int8}, {coll.Builtin(dtype.Sum), dtype.Float64},
@@ -306,14 +306,14 @@ func TestSharedSplitReduce(t *testing.T) {
 		{coll.Builtin(dtype.Bxor), dtype.Uint16}, {coll.Builtin(dtype.Prod), dtype.Complex64},
 		{xorOp, dtype.Int16}, {affineOp, dtype.Uint64}}
 	var cases []*tcase
-	vectors := int64(0) // bytes of the vectors that split
+	single := int64(0) // the bytes that go single copy
 	for i, o := range ops {
 		esz := o.t.Size()
-		for _, nb := range []int{64<<10 - esz, 64 << 10, 64<<10 + esz, 1<<20 + 3*esz, 64<<10 + r.IntN(1<<20)/esz*esz} {
+		for _, nb := range []int{slot, slot + esz, 100 * esz, 64<<10 - esz, 64 << 10, 64<<10 + esz, 1<<20 + 3*esz, r.IntN(1<<20) / esz * esz} {
 			c := genCaseCount(r, coll.Reduce, p, (i+nb)%p, o, nb/esz)
 			cases = append(cases, c)
-			if nb > 64<<10 && o.op.IsCommutative() {
-				vectors += int64(nb)
+			if nb > slot && (o.op.IsCommutative() || nb <= 64<<10) {
+				single += int64(nb)
 			}
 		}
 	}
@@ -338,11 +338,13 @@ func TestSharedSplitReduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCases(t, "", cases)
-	if moved := coll.SingleCopyBytes() - copied; moved <= vectors {
-		t.Errorf("single copy moved %d bytes, the split vectors are %d: no split", moved, vectors)
+	if moved := coll.SingleCopyBytes() - copied; moved != single {
+		t.Errorf("single copy moved %d bytes, want %d", moved, single)
 	}
 
-	// Rank 1 reads rank 0 through a process that does not exist.
+	// Rank 1 reaches rank 0 through a process that does not exist: with
+	// root 0 only the peer's write fails (the root alone reading would
+	// not see it).
 	for root := range p {
 		seg := sharedMem(p, slot)
 		errs := make([]error, p)
@@ -360,7 +362,7 @@ func TestSharedSplitReduce(t *testing.T) {
 			t.Fatal(err)
 		}
 		if errs[1] == nil || errs[root] == nil {
-			t.Errorf("root %d: a peer that cannot read: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
+			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
 		}
 	}
 }

@@ -314,7 +314,7 @@ func TestSharedCMAAuto(t *testing.T) {
 			t.Errorf("sharedWayOp(allreduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
 		}
 	}
-	// Nor a 2-rank reduce beyond splitMin (which cuts it in two); the
+	// Nor a 2-rank reduce beyond reduceSerialMax (which cuts it in two); the
 	// root reads and folds a shorter one whole.
 	s = NewState(twoRanks{}, nil)
 	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}); err != nil {
@@ -326,8 +326,8 @@ func TestSharedCMAAuto(t *testing.T) {
 		w    int
 		want sharedMode
 	}{
-		{Op{User: user}, 16 << 10, throughSlots}, {Op{User: user}, splitMin, singleCopy}, {Op{User: user}, splitMin + 1, asMessages},
-		{Op{User: user, Commutative: true}, splitMin + 1, singleCopy}, {Builtin(dtype.Sum), 1 << 30, singleCopy},
+		{Op{User: user}, 16 << 10, throughSlots}, {Op{User: user}, reduceSerialMax, singleCopy}, {Op{User: user}, reduceSerialMax + 1, asMessages},
+		{Op{User: user, Commutative: true}, reduceSerialMax + 1, singleCopy}, {Builtin(dtype.Sum), 1 << 30, singleCopy},
 	} {
 		if got := s.sharedWayOp(Reduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(reduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
