@@ -1,6 +1,7 @@
 package coll
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
@@ -20,14 +21,18 @@ import (
 //
 // Single copy: the root offers its buffer's address; every other rank
 // reads the buffer from the root's memory into its own; the root returns
-// once all have.
+// once all have. Two ranks where a CMA read is dear share a long copy
+// (halfBcast).
 //
 // Cost: through the slots in pieces of s bytes, root nβ_mem, others
 // (n/s)λ + nβ_mem (the copy pulls the root's lines), pipelined; single
-// copy, λ + nβ_cma on every rank.
+// copy, λ + nβ_cma on every rank; in halves, λ + (n/2)β_cma on both.
 func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 	g := s.sh
 	d := desc(Bcast, dtype.Byte, root, nb)
+	if single && g.p == 2 && g.cmaSlow && nb > halfBcastMin {
+		return s.halfBcast(buf, nb, root, d)
+	}
 	if single {
 		n := g.begin()
 		if g.r == root {
@@ -62,4 +67,53 @@ func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 		copy(piece, g.data(root, n, len(piece)))
 	}
 	return nil
+}
+
+// halfBcastMin is the largest 2-rank single-copy bcast the other rank
+// reads alone where a CMA read is dear: below, the second call and the
+// wait for it cost what the halves save (2-core machine, session 12: 32
+// KiB 4.4-8.2 µs in halves against 3.9-5.0, 64 KiB 4.8-7.6 against
+// 5.2-7.4).
+const halfBcastMin = 64 << 10
+
+// halfBcast is the 2-rank single-copy bcast beyond halfBcastMin where a
+// CMA read is dear (Shared.CMASlow): the other rank offers its buffer and
+// reads the first half of the root's while the root writes the second
+// half into it (process_vm_writev), one CMA call on each side at once (a
+// call costs some µs on top of its copy on the 2-core machine). Each
+// waits for the other to finish; the root reports a failed write in its
+// slot (markFailed). Session 12, 2-core machine in its slow state: 256
+// KiB 8.6-11 µs against 12-14 read by the other alone, 1 MiB 24-34
+// against 49-69 (Open MPI ob1 11-18 and 47-63).
+func (s *State) halfBcast(buf []byte, nb int, root int, d uint64) error {
+	g := s.sh
+	n := g.begin()
+	q := 1 - g.r
+	cut := nb / 2 &^ (sharedLine - 1)
+	g.claim(n)
+	g.offer2(n, d, buf[:nb], buf[:nb]) // to read from (the root's), to write into (the other's)
+	err := g.check(q, n, d|sharedSingle)
+	if err != nil {
+		g.finished(n)
+		return err
+	}
+	if g.r == root {
+		if err = g.deliver(q, n, buf[cut:nb], cut); err != nil {
+			g.markFailed(n)
+		}
+		g.finished(n)
+		g.releasedBy(q, n)
+		runtime.KeepAlive(buf)
+		return err
+	}
+	err = g.fetch(q, n, buf[:cut], 0)
+	g.finished(n)
+	switch {
+	case !g.reached(q, n, 1):
+		err = fmt.Errorf("coll: %v: rank %d left the call: %w", Bcast, q, ErrCount)
+	case g.failedIn(q, n) && err == nil:
+		err = fmt.Errorf("coll: %v: rank %d failed to write its half of the buffer into this rank's", Bcast, q)
+	}
+	runtime.KeepAlive(buf)
+	return err
 }

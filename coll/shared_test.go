@@ -366,3 +366,81 @@ func TestSharedHalfReduce(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedHalfBcast: a 2-rank single-copy bcast where a CMA read is
+// dear (Shared.CMASlow: beyond 64 KiB, the root writes half its buffer
+// into the other's while the other reads the first half) delivers every
+// byte, no more, at every size beyond the slot and from either root;
+// every byte is counted once. A root that cannot write into the other's memory fails, and so
+// does the other rank (whose buffer it left incomplete).
+func TestSharedHalfBcast(t *testing.T) {
+	const p, slot = 2, 512
+	r := rand.New(rand.NewPCG(2, 13))
+	sizes := []int{slot + 1, 4096, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1<<20 + 3, r.IntN(1 << 21)}
+	seg := sharedMem(p, slot)
+	bufs := make([][][]byte, p)
+	copied := coll.SingleCopyBytes()
+	err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+		rk := cm.Rank()
+		s := coll.NewState(cm, perRank(nil))
+		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+			Pids: selfPids(p), CMAMin: -1, CMASlow: true}); err != nil {
+			return err
+		}
+		for i, n := range sizes {
+			root := i % p
+			b := make([]byte, n+2) // a guard byte each side
+			if rk == root {
+				for j := range b[1 : n+1] {
+					b[1+j] = byte(i*7 + j*13 + j>>10)
+				}
+			}
+			if err := s.Bcast(b[1:n+1], n, dtype.Byte, root); err != nil {
+				return fmt.Errorf("bcast %d of %d bytes: %w", i, n, err)
+			}
+			bufs[rk] = append(bufs[rk], b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for i, n := range sizes {
+		total += int64(n)
+		want := bufs[i%p][i]
+		for rk := range p {
+			if b := bufs[rk][i]; !bytes.Equal(b, want) || b[0] != 0 || b[n+1] != 0 {
+				t.Fatalf("bcast %d (%d bytes, root %d): rank %d differs", i, n, i%p, rk)
+			}
+		}
+	}
+	if moved := coll.SingleCopyBytes() - copied; moved != total {
+		t.Errorf("single copy moved %d bytes, want %d", moved, total)
+	}
+	// Rank 1 reaches rank 0 through a process that does not exist: with
+	// root 1 only the root's write fails (rank 0 alone reading would not
+	// see it).
+	for root := range p {
+		seg := sharedMem(p, slot)
+		errs := make([]error, p)
+		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+			rk := cm.Rank()
+			s := coll.NewState(cm, perRank(nil))
+			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+				Pids: []int{1<<22 + 17, selfPids(1)[0]}, CMAMin: -1, CMASlow: true}); err != nil {
+				return err
+			}
+			errs[rk] = s.Bcast(make([]byte, 1<<20), 1<<20, dtype.Byte, root)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The other rank's buffer is incomplete either way; the root's
+		// own is whole, but with root 1 its write failed.
+		if errs[1-root] == nil || root == 1 && errs[1] == nil {
+			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
+		}
+	}
+}
