@@ -219,6 +219,10 @@ func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type,
 	}
 	err := g.fetch(q, n, recv[:cut], 0)
 	g.finished(n)
+	// The first half folds while the peer may still be writing the second.
+	if err == nil {
+		err = s.foldHalf(send[:cut], recv[:cut], t, op)
+	}
 	switch {
 	case !g.reached(q, n, 1):
 		err = fmt.Errorf("coll: %v: rank %d left the call: %w", Reduce, q, ErrCount)
@@ -226,12 +230,18 @@ func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type,
 		err = fmt.Errorf("coll: %v: rank %d failed to write its part of the vector into this rank's", Reduce, q)
 	}
 	if err == nil {
-		err = s.mem.Reduce(op, t, send[:nb], recv[:nb])
-	}
-	if err == nil && op.isAvg() {
-		err = s.mem.Scale(t, recv[:nb], 2)
+		err = s.foldHalf(send[cut:nb], recv[cut:nb], t, op)
 	}
 	runtime.KeepAlive(send)
 	runtime.KeepAlive(recv)
 	return err
+}
+
+// foldHalf is halfReduce's fold of one half: out = own ∘ out, divided by
+// 2 for Avg.
+func (s *State) foldHalf(own, out []byte, t dtype.Type, op Op) error {
+	if err := s.mem.Reduce(op, t, own, out); err != nil || !op.isAvg() {
+		return err
+	}
+	return s.mem.Scale(t, out, 2)
 }
