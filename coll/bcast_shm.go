@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"fmt"
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
@@ -98,21 +97,11 @@ func (s *State) halfBcast(buf []byte, nb int, root int, d uint64) error {
 		return err
 	}
 	if g.r == root {
-		if err = g.deliver(q, n, buf[cut:nb], cut); err != nil {
-			g.markFailed(n)
-		}
+		err = g.writeHalf(q, n, buf[cut:nb], cut)
+	} else {
+		err = g.fetch(q, n, buf[:cut], 0)
 		g.finished(n)
-		g.releasedBy(q, n)
-		runtime.KeepAlive(buf)
-		return err
-	}
-	err = g.fetch(q, n, buf[:cut], 0)
-	g.finished(n)
-	switch {
-	case !g.reached(q, n, 1):
-		err = fmt.Errorf("coll: %v: rank %d left the call: %w", Bcast, q, ErrCount)
-	case g.failedIn(q, n) && err == nil:
-		err = fmt.Errorf("coll: %v: rank %d failed to write its half of the buffer into this rank's", Bcast, q)
+		err = g.awaitHalf(Bcast, q, n, err)
 	}
 	runtime.KeepAlive(buf)
 	return err

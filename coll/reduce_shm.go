@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"fmt"
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
@@ -197,12 +196,11 @@ func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type,
 		g.offer(n, d, send[:nb])
 		err := g.check(q, n, d|sharedSingle)
 		if err == nil && g.offeredSecond(q, n) {
-			if err = g.deliver(q, n, send[cut:nb], cut); err != nil {
-				g.markFailed(n)
-			}
+			err = g.writeHalf(q, n, send[cut:nb], cut)
+		} else {
+			g.finished(n)
+			g.releasedBy(q, n)
 		}
-		g.finished(n)
-		g.releasedBy(q, n)
 		runtime.KeepAlive(send)
 		return err
 	}
@@ -223,13 +221,7 @@ func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type,
 	if err == nil {
 		err = s.foldHalf(send[:cut], recv[:cut], t, op)
 	}
-	switch {
-	case !g.reached(q, n, 1):
-		err = fmt.Errorf("coll: %v: rank %d left the call: %w", Reduce, q, ErrCount)
-	case g.failedIn(q, n) && err == nil:
-		err = fmt.Errorf("coll: %v: rank %d failed to write its part of the vector into this rank's", Reduce, q)
-	}
-	if err == nil {
+	if err = g.awaitHalf(Reduce, q, n, err); err == nil {
 		err = s.foldHalf(send[cut:nb], recv[cut:nb], t, op)
 	}
 	runtime.KeepAlive(send)

@@ -495,6 +495,34 @@ func (g *shared) deliver(q int, n uint64, src []byte, off int) error {
 	return nil
 }
 
+// writeHalf is the writing side of a 2-rank call in halves (halfBcast,
+// halfReduce): it writes src to offset off of the second buffer rank q
+// offered for call n, records a failure for q to see (markFailed), marks
+// this rank finished, and waits until q has finished with this rank's
+// own buffer.
+func (g *shared) writeHalf(q int, n uint64, src []byte, off int) error {
+	err := g.deliver(q, n, src, off)
+	if err != nil {
+		g.markFailed(n)
+	}
+	g.finished(n)
+	g.releasedBy(q, n)
+	return err
+}
+
+// awaitHalf is the other side's wait in a call of kind k in halves, after
+// its own finished(n): until rank q has written its half; err is this
+// rank's error so far, returned unless q left the call or failed.
+func (g *shared) awaitHalf(k Kind, q int, n uint64, err error) error {
+	switch {
+	case !g.reached(q, n, 1):
+		return fmt.Errorf("coll: %v: rank %d left the call: %w", k, q, ErrCount)
+	case g.failedIn(q, n) && err == nil:
+		return fmt.Errorf("coll: %v: rank %d failed to write its half into this rank's buffer", k, q)
+	}
+	return err
+}
+
 // offeredSecond reports whether rank q offered a second buffer for call
 // n (offer2 with one).
 func (g *shared) offeredSecond(q int, n uint64) bool {

@@ -323,8 +323,7 @@ func TestSharedHalfReduce(t *testing.T) {
 	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
 		rk := cm.Rank()
 		s := coll.NewState(cm, perRank(nil))
-		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-			Pids: selfPids(p), CMAMin: -1, CMASlow: true}); err != nil {
+		if err := s.SetShared(cmaDear(seg, slot, selfPids(p))); err != nil {
 			return err
 		}
 		for i, c := range cases {
@@ -345,22 +344,9 @@ func TestSharedHalfReduce(t *testing.T) {
 	// Rank 1 reaches rank 0 through a process that does not exist: with
 	// root 0 only the peer's write fails (the root alone reading would
 	// not see it).
-	for root := range p {
-		seg := sharedMem(p, slot)
-		errs := make([]error, p)
-		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
-			rk := cm.Rank()
-			s := coll.NewState(cm, perRank(nil))
-			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-				Pids: []int{1<<22 + 17, selfPids(1)[0]}, CMAMin: -1, CMASlow: true}); err != nil {
-				return err
-			}
-			errs[rk] = s.Reduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum), root)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for root, errs := range unreachableRank0(t, slot, func(s *coll.State, root int) error {
+		return s.Reduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum), root)
+	}) {
 		if errs[1] == nil || errs[root] == nil {
 			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
 		}
@@ -383,8 +369,7 @@ func TestSharedHalfBcast(t *testing.T) {
 	err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
 		rk := cm.Rank()
 		s := coll.NewState(cm, perRank(nil))
-		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-			Pids: selfPids(p), CMAMin: -1, CMASlow: true}); err != nil {
+		if err := s.SetShared(cmaDear(seg, slot, selfPids(p))); err != nil {
 			return err
 		}
 		for i, n := range sizes {
@@ -420,27 +405,45 @@ func TestSharedHalfBcast(t *testing.T) {
 	}
 	// Rank 1 reaches rank 0 through a process that does not exist: with
 	// root 1 only the root's write fails (rank 0 alone reading would not
-	// see it).
-	for root := range p {
-		seg := sharedMem(p, slot)
-		errs := make([]error, p)
-		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+	// see it). The other rank's buffer is incomplete either way; the
+	// root's own is whole, but with root 1 its write failed.
+	for root, errs := range unreachableRank0(t, slot, func(s *coll.State, root int) error {
+		return s.Bcast(make([]byte, 1<<20), 1<<20, dtype.Byte, root)
+	}) {
+		if errs[1-root] == nil || root == 1 && errs[1] == nil {
+			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
+		}
+	}
+}
+
+// cmaDear is a segment with the default ways where ranks read each other
+// through pids and a CMA read is dear (the halves).
+func cmaDear(seg []byte, slot int, pids []int) coll.Shared {
+	return coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate, Pids: pids, CMAMin: -1, CMASlow: true}
+}
+
+// unreachableRank0 runs call on 2 ranks sharing a segment (slot bytes per
+// slot; CMA dear), with each root in turn, where rank 1 reaches rank 0
+// through a process that does not exist; it returns every rank's error,
+// by root.
+func unreachableRank0(t *testing.T, slot int, call func(s *coll.State, root int) error) [2][]error {
+	t.Helper()
+	var errs [2][]error
+	for root := range 2 {
+		seg := sharedMem(2, slot)
+		errs[root] = make([]error, 2)
+		err := colltest.NewWorld(2).Run(runTimeout, func(cm *colltest.Comm) error {
 			rk := cm.Rank()
 			s := coll.NewState(cm, perRank(nil))
-			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-				Pids: []int{1<<22 + 17, selfPids(1)[0]}, CMAMin: -1, CMASlow: true}); err != nil {
+			if err := s.SetShared(cmaDear(seg, slot, []int{1<<22 + 17, selfPids(1)[0]})); err != nil {
 				return err
 			}
-			errs[rk] = s.Bcast(make([]byte, 1<<20), 1<<20, dtype.Byte, root)
+			errs[root][rk] = call(s, root)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The other rank's buffer is incomplete either way; the root's
-		// own is whole, but with root 1 its write failed.
-		if errs[1-root] == nil || root == 1 && errs[1] == nil {
-			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
-		}
 	}
+	return errs
 }
