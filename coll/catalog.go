@@ -188,7 +188,14 @@ const (
 	allreduceShort = 16 << 10 // recursive doubling below
 	allreduceLong  = 4 << 20  // ring from here (rabenseifner between)
 	allgatherShort = 64 << 10 // total bytes: bruck / recursive doubling below, ring above
-	alltoallShort  = 256      // per-block bytes: bruck below (with ≥ 8 ranks)
+	// allgatherDoublingRanks: up to this many ranks, a power of two, an
+	// allgather of any size doubles (log2 p rounds, the same bytes as the
+	// ring's p-1): 1 MiB as messages on the GPU machine, 4 ranks 513-528
+	// µs against 578-682 for the ring, 8 ranks 1073-1398 against
+	// 1746-1932; 4 ranks on the 2-core machine 567-637 against 720-957
+	// (session 12).
+	allgatherDoublingRanks = 8
+	alltoallShort          = 256 // per-block bytes: bruck below (with ≥ 8 ranks)
 	// alltoallLinearRanks: up to this many ranks every alltoall message is
 	// posted at once (linear); pairwise above, where that many messages in
 	// flight would crowd the links.
@@ -256,6 +263,9 @@ func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
 		}
 		return must(k, "rabenseifner")
 	case Allgather:
+		if isPow2(ranks) && ranks <= allgatherDoublingRanks {
+			return must(k, "recursive_doubling")
+		}
 		if total := bytes * ranks; total < allgatherShort {
 			if isPow2(ranks) {
 				return must(k, "recursive_doubling")

@@ -222,6 +222,10 @@ type twoRanks struct{ nullComm }
 
 func (twoRanks) Size() int { return 2 }
 
+type eightRanks struct{ nullComm }
+
+func (eightRanks) Size() int { return 8 }
+
 // The single-copy defaults (sharedCMAAuto), as SetShared applies them:
 // beyond the slots, by collective, ranks and oversubscription; never
 // without process ids, with CMAMin 0, or for a collective forced to
@@ -261,6 +265,10 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Allgather, 1 << 20, throughSlots}, {Allgather, 1<<20 + 1, singleCopy},
 			{Allreduce, 16 << 10, throughSlots}, {Allreduce, 16<<10 + 1, singleCopy}, {Allreduce, 1 << 30, singleCopy},
 			{Reduce, 1<<20 + 1, asMessages},
+		}},
+		{"8 ranks", eightRanks{}, Shared{Slot: 128 << 10, Auto: true, Pids: []int{1, 2, 3, 4, 5, 6, 7, 8}, CMAMin: -1}, []want{
+			{Allgather, 128 << 10, throughSlots}, {Allgather, 128<<10 + 1, asMessages},
+			{Bcast, 128<<10 + 1, throughSlots}, {Allreduce, 1 << 20, singleCopy},
 		}},
 		{"4 ranks, a smaller slot", fourRanks{}, Shared{Slot: 512 << 10, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Allgather, 512 << 10, throughSlots}, {Allgather, 512<<10 + 1, singleCopy},
