@@ -31,7 +31,7 @@ import (
 // Layout: rank q owns sharedDepth slots, each a 32-byte header (the
 // sequence number, the call's description: bytes, kind, type, root, the
 // number of the call the data belongs to, and how far q has come with its
-// single-copy reads: 2n+1 once done with call n, 2n after a first stage)
+// single-copy copies: 2n+1 once done with call n)
 // followed by up to Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank
 // arrives at call n by storing n in its slot's header (after the data,
 // if it writes any), and only after it has finished reading everything
@@ -475,8 +475,9 @@ func (g *shared) arrive(n uint64) { shm.StoreRelease(g.header(g.r, n), n) }
 // returned; buf must stay as it is until release(n) returns.
 func (g *shared) offer(n uint64, d uint64, buf []byte) { g.offer2(n, d, buf, nil) }
 
-// offer2 is offer with a second buffer, which a single-copy allreduce's
-// peers read in its second stage (fetchSecond).
+// offer2 is offer with a second buffer, which the peers write into
+// (deliver): a single-copy allreduce's reduced blocks, the halves of a
+// 2-rank reduce or bcast.
 func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
 	h := g.header(g.r, n)
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 8)) = d | sharedSingle
@@ -488,9 +489,8 @@ func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
 }
 
 // deliver copies src to offset off of the second buffer rank q offered
-// for call n (offer2): a split reduce's peer writing its part of the
-// result into the root's receive buffer. check(q, n, d|sharedSingle) must
-// have returned nil.
+// for call n (offer2), with one kernel copy (process_vm_writev).
+// check(q, n, d|sharedSingle) must have returned nil.
 func (g *shared) deliver(q int, n uint64, src []byte, off int) error {
 	if len(src) == 0 {
 		return nil
@@ -560,21 +560,10 @@ func (g *shared) scratchBytes(n int) []byte {
 // fetch copies len(dst) bytes from offset off of the buffer rank q offered
 // for call n into dst. check(q, n, d|sharedSingle) must have returned nil.
 func (g *shared) fetch(q int, n uint64, dst []byte, off int) error {
-	return g.fetchFrom(q, n, 0, dst, off)
-}
-
-// fetchSecond is fetch from the second buffer rank q offered (offer2).
-func (g *shared) fetchSecond(q int, n uint64, dst []byte, off int) error {
-	return g.fetchFrom(q, n, 8, dst, off)
-}
-
-// fetchFrom is fetch from the buffer whose address lies at byte which of
-// rank q's slot data.
-func (g *shared) fetchFrom(q int, n uint64, which int, dst []byte, off int) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[which]))
+	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[0]))
 	if err := shm.ReadFrom(g.pids[q], dst, uintptr(addr)+uintptr(off)); err != nil {
 		return fmt.Errorf("coll: shm: single copy from rank %d: %w", q, err)
 	}
@@ -622,9 +611,9 @@ func (g *shared) collect(n, d uint64, recv []byte, nb, off, slotBytes int, singl
 // for it).
 func (g *shared) finished(n uint64) { g.reach(n, 1) }
 
-// The finished word of a rank's header counts stages: 2n once the rank
-// has done the first stage of call n (a single-copy allreduce's reduced
-// block is ready), 2n+1 once it has finished the call's reads.
+// The finished word of a rank's header counts stages: 2n+1 once the rank
+// has finished call n's copies from and into its peers' buffers (2n, a
+// first stage, is free for a call that needs one).
 
 // reach marks stage st (0 or 1) of call n done.
 func (g *shared) reach(n uint64, st uint64) {

@@ -447,3 +447,33 @@ func unreachableRank0(t *testing.T, slot int, call func(s *coll.State, root int)
 	}
 	return errs
 }
+
+// TestSharedAllreduceFailure: in a single-copy allreduce of 3 ranks where
+// ranks 1 and 2 reach rank 0 through a process that does not exist, every
+// rank fails: 1 and 2 cannot read rank 0's block, and rank 0, which can
+// read and write them, misses their reduced blocks (the failure they
+// record, markFailed).
+func TestSharedAllreduceFailure(t *testing.T) {
+	const p, slot = 3, 512
+	seg := sharedMem(p, slot)
+	errs := make([]error, p)
+	err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+		rk := cm.Rank()
+		s := coll.NewState(cm, perRank(nil))
+		self := selfPids(1)[0]
+		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+			Pids: []int{1<<22 + 17, self, self}, CMAMin: -1}); err != nil {
+			return err
+		}
+		errs[rk] = s.Allreduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rk, err := range errs {
+		if err == nil {
+			t.Errorf("rank %d: no error", rk)
+		}
+	}
+}
