@@ -11,10 +11,13 @@ import (
 // Through the slots: every rank publishes its block in its slot, then
 // copies every peer's block from its slot into place.
 //
-// Single copy: every rank offers its block's address, reads every peer's
-// block from the peer's memory into place (starting with the next rank,
-// so that the ranks do not all read one rank first), and returns once
-// every peer has read its block.
+// Single copy: every rank offers its receive buffer's address and writes
+// its block into every peer's (process_vm_writev; starting with the next
+// rank, so that the ranks do not all write to one rank first), then
+// returns once every peer has written its own. Writing rather than
+// reading the peers' blocks: GPU machine, session 12 call 11, 4 ranks 1
+// MiB 337-389 µs against 556-619 (Open MPI 757-1049); the 2-core machine
+// level or better (2 ranks 1 MiB 108-115 against 99-126).
 //
 // Cost (n per block, in parallel on every rank): through the slots,
 // nβ_mem + (p-1)(λ + nβ_mem); single copy, (p-1)(λ + nβ_cma) + λ.
@@ -29,7 +32,7 @@ func (s *State) sharedAllgather(send, recv []byte, nb int, single bool) error {
 	}
 	g.claim(n)
 	if single {
-		g.offer(n, d, src)
+		g.offer2(n, d, nil, recv) // the peers write into it
 		d |= sharedSingle
 	} else {
 		g.publish(n, d, src)
@@ -37,7 +40,13 @@ func (s *State) sharedAllgather(send, recv []byte, nb int, single bool) error {
 	if send != nil {
 		copy(own, src)
 	}
-	err := g.collect(n, d, recv, nb, 0, nb, single)
+	var err error
+	if single {
+		err = g.push(n, d, func(int) []byte { return src }, g.r*nb, nil)
+	} else {
+		err = g.collect(n, d, recv, nb, 0, nb)
+	}
 	runtime.KeepAlive(send)
+	runtime.KeepAlive(recv)
 	return err
 }

@@ -1,7 +1,6 @@
 package coll
 
 import (
-	"fmt"
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
@@ -82,25 +81,7 @@ func (s *State) singleAllreduce(n, d uint64, send, recv []byte, t dtype.Type, op
 	// Push the reduced block into every peer's receive buffer: it is in
 	// this rank's cache, just written, where a peer reading it would pull
 	// every line across.
-	for i := 1; i < g.p && err == nil; i++ {
-		q := (g.r + i) % g.p
-		err = g.deliver(q, n, recv[lo:hi], lo)
-	}
-	if err != nil {
-		g.markFailed(n)
-	}
-	g.finished(n)
-	for i := 1; i < g.p; i++ {
-		q := (g.r + i) % g.p
-		switch {
-		case !g.reached(q, n, 1):
-			if err == nil {
-				err = fmt.Errorf("coll: %v: rank %d left the call: %w", Allreduce, q, ErrCount)
-			}
-		case g.failedIn(q, n) && err == nil:
-			err = fmt.Errorf("coll: %v: rank %d failed to write its block into this rank's buffer", Allreduce, q)
-		}
-	}
+	err = g.push(n, d|sharedSingle, func(int) []byte { return recv[lo:hi] }, lo, err)
 	runtime.KeepAlive(send)
 	runtime.KeepAlive(recv)
 	return err

@@ -52,16 +52,20 @@ import (
 // the segment at all (one rank's count above Shared.Slot, another's below)
 // are erroneous in a way nobody can see from either side.
 //
-// Single copy: where the ranks may read each other's memory (Shared.Pids:
-// cross-memory attach, process_vm_readv), a long bcast, reduce,
-// allreduce, allgather or alltoall does not go through the slots at all: each rank offers the
-// address of its buffer in its slot, the ranks that need the data read it
-// from there with one kernel copy (internal/shm.ReadFrom), mark themselves
-// finished in their header, and a rank whose buffer was read waits for
-// every reader to finish (or to arrive at a later call) before it returns
-// and lets the caller change it. Two copies through a slot cost more than
-// one such read from some size on (Shared.CMAMin), and the slot size no
-// longer bounds the contribution.
+// Single copy: where the ranks may read and write each other's memory
+// (Shared.Pids: cross-memory attach, process_vm_readv and _writev), a long
+// bcast, reduce, allreduce, allgather or alltoall does not go through the
+// slots at all: each rank offers the address of its buffers in its slot,
+// and the data moves between the ranks' own buffers with one kernel copy
+// (internal/shm.ReadFrom, WriteTo): read by the rank that needs it (a
+// bcast, a reduce's root) or written by the rank that has it (an
+// allgather's or alltoall's blocks, an allreduce's reduced blocks: the
+// writer's copy of data it has just made or holds was the faster); each
+// marks itself finished in its header, and a rank waits for every peer
+// that reads or writes its buffers to finish (or to arrive at a later
+// call) before it returns and lets the caller change them. Two copies
+// through a slot cost more than one such copy from some size on
+// (Shared.CMAMin), and the slot size no longer bounds the contribution.
 
 // SharedName is the catalog name of the shared-memory algorithms.
 const SharedName = "shm"
@@ -436,6 +440,9 @@ func desc(k Kind, t dtype.Type, root, bytes int) uint64 {
 	return uint64(uint32(bytes)) | uint64(k)<<32 | uint64(uint8(t))<<40 | uint64(uint16(root))<<48
 }
 
+// descKind is the kind a description d (desc) names.
+func descKind(d uint64) Kind { return Kind(uint8((d &^ sharedSingle) >> 32)) }
+
 // begin numbers the next call in the segment.
 func (g *shared) begin() uint64 {
 	g.n++
@@ -549,14 +556,6 @@ func (g *shared) failedIn(q int, n uint64) bool {
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&g.data(q, n, 24)[16]))) != 0
 }
 
-// scratchBytes is g.scratch at n bytes or more, grown if need be.
-func (g *shared) scratchBytes(n int) []byte {
-	if cap(g.scratch) < n {
-		g.scratch = make([]byte, n)
-	}
-	return g.scratch[:n]
-}
-
 // fetch copies len(dst) bytes from offset off of the buffer rank q offered
 // for call n into dst. check(q, n, d|sharedSingle) must have returned nil.
 func (g *shared) fetch(q int, n uint64, dst []byte, off int) error {
@@ -580,29 +579,46 @@ func SingleCopyBytes() int64 { return singleCopied.Load() }
 
 // collect fills block q of recv (nb bytes each) for every peer q, peers
 // in order from the next rank on, with bytes [off, off+nb) of q's
-// contribution to call n (described by d): from its slot, whose data is
-// slotBytes long, or, single copy, from the buffer q offered; then, single
-// copy, marks this rank finished and waits until its own readers are
-// (release: the caller's offered buffer must live until then).
-func (g *shared) collect(n, d uint64, recv []byte, nb, off, slotBytes int, single bool) error {
-	var err error
+// contribution to call n (described by d) from its slot, whose data is
+// slotBytes long.
+func (g *shared) collect(n, d uint64, recv []byte, nb, off, slotBytes int) error {
+	for i := 1; i < g.p; i++ {
+		q := (g.r + i) % g.p
+		if err := g.check(q, n, d); err != nil {
+			return err
+		}
+		copy(recv[q*nb:(q+1)*nb], g.data(q, n, slotBytes)[off:])
+	}
+	return nil
+}
+
+// push writes src(q) to offset at of the second buffer every peer q
+// offered for call n (described by d, single copy), marks this rank
+// finished (recording a failure, this one's err included, for the peers
+// to see) and waits until every peer has finished writing into its own.
+// With err not nil it writes nothing.
+func (g *shared) push(n, d uint64, src func(q int) []byte, at int, err error) error {
 	for i := 1; i < g.p && err == nil; i++ {
 		q := (g.r + i) % g.p
-		dst := recv[q*nb : (q+1)*nb]
-		if err = g.check(q, n, d); err != nil {
-			break
-		}
-		if single {
-			err = g.fetch(q, n, dst, off)
-		} else {
-			copy(dst, g.data(q, n, slotBytes)[off:])
+		if err = g.check(q, n, d); err == nil {
+			err = g.deliver(q, n, src(q), at)
 		}
 	}
-	if single {
-		g.finished(n)
-		g.release(n)
+	if err != nil {
+		g.markFailed(n)
 	}
-	runtime.KeepAlive(recv)
+	g.finished(n)
+	for i := 1; i < g.p; i++ {
+		q := (g.r + i) % g.p
+		switch {
+		case !g.reached(q, n, 1):
+			if err == nil {
+				err = fmt.Errorf("coll: %v: rank %d left the call: %w", descKind(d), q, ErrCount)
+			}
+		case g.failedIn(q, n) && err == nil:
+			err = fmt.Errorf("coll: %v: rank %d failed to write into this rank's buffer", descKind(d), q)
+		}
+	}
 	return err
 }
 
@@ -699,7 +715,7 @@ func (g *shared) check(q int, n uint64, want uint64) error {
 	}
 	if !fresh {
 		return fmt.Errorf("coll: %v: rank %d has no contribution to this call (the ranks disagree on the collective or its root): %w",
-			Kind(want>>32), q, ErrCount)
+			descKind(want), q, ErrCount)
 	}
 	return g.mismatch(q, d, want)
 }
@@ -711,11 +727,11 @@ func (g *shared) mismatch(q int, got, want uint64) error {
 	got = got&^sharedSingle | want&sharedSingle
 	if got>>32 != want>>32 {
 		return fmt.Errorf("coll: shm: rank %d's call (%v of %v, root %d) is not this rank's (%v of %v, root %d): %w",
-			q, Kind(got>>32), dtype.Type(got>>40), got>>48, Kind(want>>32), dtype.Type(want>>40), want>>48, ErrCount)
+			q, descKind(got), dtype.Type(got>>40), got>>48, descKind(want), dtype.Type(want>>40), want>>48, ErrCount)
 	}
 	gb, wb := uint32(got), uint32(want)
 	if gb > wb {
-		return fmt.Errorf("coll: %v: rank %d contributes %d bytes, this rank's buffer takes %d: %w", Kind(want>>32), q, gb, wb, g.truncate)
+		return fmt.Errorf("coll: %v: rank %d contributes %d bytes, this rank's buffer takes %d: %w", descKind(want), q, gb, wb, g.truncate)
 	}
-	return fmt.Errorf("coll: %v: rank %d contributes %d bytes, this rank expects %d: %w", Kind(want>>32), q, gb, wb, ErrCount)
+	return fmt.Errorf("coll: %v: rank %d contributes %d bytes, this rank expects %d: %w", descKind(want), q, gb, wb, ErrCount)
 }

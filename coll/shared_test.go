@@ -448,32 +448,40 @@ func unreachableRank0(t *testing.T, slot int, call func(s *coll.State, root int)
 	return errs
 }
 
-// TestSharedAllreduceFailure: in a single-copy allreduce of 3 ranks where
-// ranks 1 and 2 reach rank 0 through a process that does not exist, every
-// rank fails: 1 and 2 cannot read rank 0's block, and rank 0, which can
-// read and write them, misses their reduced blocks (the failure they
-// record, markFailed).
-func TestSharedAllreduceFailure(t *testing.T) {
-	const p, slot = 3, 512
-	seg := sharedMem(p, slot)
-	errs := make([]error, p)
-	err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
-		rk := cm.Rank()
-		s := coll.NewState(cm, perRank(nil))
-		self := selfPids(1)[0]
-		if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-			Pids: []int{1<<22 + 17, self, self}, CMAMin: -1}); err != nil {
-			return err
+// TestSharedWriteFailure: in a single-copy allreduce, allgather or
+// alltoall of 3 ranks where ranks 1 and 2 reach rank 0 through a process
+// that does not exist, every rank fails: 1 and 2 cannot copy to or from
+// rank 0, and rank 0, which can reach them, misses what they should have
+// written into its buffer (the failure they record, markFailed).
+func TestSharedWriteFailure(t *testing.T) {
+	const p, slot, n = 3, 512, 1 << 20
+	for name, call := range map[string]func(s *coll.State) error{
+		"allreduce": func(s *coll.State) error {
+			return s.Allreduce(make([]byte, n), make([]byte, n), n, dtype.Byte, coll.Builtin(dtype.Sum))
+		},
+		"allgather": func(s *coll.State) error { return s.Allgather(make([]byte, n), make([]byte, p*n), n, dtype.Byte) },
+		"alltoall":  func(s *coll.State) error { return s.Alltoall(make([]byte, p*n), make([]byte, p*n), n, dtype.Byte) },
+	} {
+		seg := sharedMem(p, slot)
+		errs := make([]error, p)
+		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+			rk := cm.Rank()
+			s := coll.NewState(cm, perRank(nil))
+			self := selfPids(1)[0]
+			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+				Pids: []int{1<<22 + 17, self, self}, CMAMin: -1}); err != nil {
+				return err
+			}
+			errs[rk] = call(s)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		errs[rk] = s.Allreduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rk, err := range errs {
-		if err == nil {
-			t.Errorf("rank %d: no error", rk)
+		for rk, err := range errs {
+			if err == nil {
+				t.Errorf("%s: rank %d: no error", name, rk)
+			}
 		}
 	}
 }
