@@ -223,8 +223,10 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
 // against 11.2-11.6 on the GPU machine, 7.0-11.0 against 10.6-11.3 on the
 // 2-core one; 2-rank bcast and allgather the same way), and beyond 2
-// ranks for allgather (to allgatherSingleRanks) and alltoall (4 ranks: a 1 MiB allgather 518-528
-// against 698-753, 64 KiB alltoall blocks 29-31 against 33-43) but not
+// ranks for allgather and alltoall (4 ranks: a 1 MiB allgather 518-528
+// against 698-753, 64 KiB alltoall blocks 29-31 against 33-43; 8 ranks,
+// written rather than read, session 12 call 12: a 1 MiB allgather
+// 880-902 against 1228-1266 for recursive doubling as messages) but not
 // for bcast, whose readers all read the root's pages at once (4 ranks, 1
 // MiB: 334-389 against 230-287 through the slots). With ranks
 // outnumbering cores (4 on 2), a rank whose buffer is read waits for
@@ -264,7 +266,7 @@ func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots,
 	case p > 2 && k == Allreduce:
 		return true, 16 << 10, math.MaxInt
 	case p > 2:
-		return k == Alltoall || k == Allgather && p <= allgatherSingleRanks, math.MaxInt, math.MaxInt
+		return k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
 	case k == Reduce && cmaSlow:
 		return true, math.MaxInt, math.MaxInt
 	case k == Reduce:
@@ -274,14 +276,6 @@ func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots,
 	}
 	return true, math.MaxInt, math.MaxInt
 }
-
-// allgatherSingleRanks is the most ranks whose allgather goes single copy
-// beyond the slots by default. Beyond, every rank reading every peer's
-// block lost to recursive doubling as messages (GPU machine, 8 ranks,
-// session 12 call 8: 256 KiB 498-551 µs against 380-425, 1 MiB 1954-2045
-// against 1234-1335, Open MPI 1799-1880); at 4 ranks it won (1 MiB
-// 525-530 against 544-623).
-const allgatherSingleRanks = 4
 
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
 func SharedAutoSlot(p int, oversubscribed bool) int {

@@ -267,7 +267,7 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Reduce, 1<<20 + 1, asMessages},
 		}},
 		{"8 ranks", eightRanks{}, Shared{Slot: 128 << 10, Auto: true, Pids: []int{1, 2, 3, 4, 5, 6, 7, 8}, CMAMin: -1}, []want{
-			{Allgather, 128 << 10, throughSlots}, {Allgather, 128<<10 + 1, asMessages},
+			{Allgather, 128 << 10, throughSlots}, {Allgather, 128<<10 + 1, singleCopy},
 			{Bcast, 128<<10 + 1, throughSlots}, {Allreduce, 1 << 20, singleCopy},
 		}},
 		{"4 ranks, a smaller slot", fourRanks{}, Shared{Slot: 512 << 10, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
