@@ -16,7 +16,7 @@ import (
 // rank, so that the ranks do not all write to one rank first), then
 // returns once every peer has written its own. Writing rather than
 // reading the peers' blocks: GPU machine, session 12 call 11, 4 ranks 1
-// MiB 337-389 µs against 556-619 (Open MPI 757-1049); the 2-core machine
+// MiB 337-389 µs against 575-619 (Open MPI 757-1049); the 2-core machine
 // level or better (2 ranks 1 MiB 108-115 against 99-126).
 //
 // Cost (n per block, in parallel on every rank): through the slots,
