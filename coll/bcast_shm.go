@@ -78,17 +78,17 @@ const halfBcastMin = 64 << 10
 // halfBcast is the 2-rank single-copy bcast beyond halfBcastMin where a
 // CMA read is dear (Shared.CMASlow): the other rank offers its buffer and
 // reads the first half of the root's while the root writes the second
-// half into it (process_vm_writev), one CMA call on each side at once (a
-// call costs some µs on top of its copy on the 2-core machine). Each
-// waits for the other to finish; the root reports a failed write in its
-// slot (markFailed). Session 12, 2-core machine in its slow state: 256
+// half into it (process_vm_writev, shared.push), one CMA call on each
+// side at once (a call costs some µs on top of its copy on the 2-core
+// machine). Each waits for the other to finish; the root reports a failed
+// write in its slot (markFailed). Session 12, 2-core machine in its slow state: 256
 // KiB 8.6-11 µs against 12-14 read by the other alone, 1 MiB 24-34
 // against 49-69 (Open MPI ob1 11-18 and 47-63).
 func (s *State) halfBcast(buf []byte, nb int, root int, d uint64) error {
 	g := s.sh
 	n := g.begin()
 	q := 1 - g.r
-	cut := nb / 2 &^ (sharedLine - 1)
+	cut := halfCut(nb, 1)
 	g.claim(n)
 	g.offer2(n, d, buf[:nb], buf[:nb]) // to read from (the root's), to write into (the other's)
 	err := g.check(q, n, d|sharedSingle)
@@ -97,11 +97,11 @@ func (s *State) halfBcast(buf []byte, nb int, root int, d uint64) error {
 		return err
 	}
 	if g.r == root {
-		err = g.writeHalf(q, n, buf[cut:nb], cut)
+		err = g.push(n, d|sharedSingle, func(int) []byte { return buf[cut:nb] }, cut, nil)
 	} else {
 		err = g.fetch(q, n, buf[:cut], 0)
 		g.finished(n)
-		err = g.awaitHalf(Bcast, q, n, err)
+		err = g.awaitPeer(Bcast, q, n, err)
 	}
 	runtime.KeepAlive(buf)
 	return err

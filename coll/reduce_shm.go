@@ -75,16 +75,35 @@ func (s *State) sharedFold(n, d uint64, own, out []byte, t dtype.Type, op Op) er
 	if nb == 0 {
 		return nil
 	}
-	if last := g.parts[g.p-1]; &last[0] != &out[0] {
+	err := s.foldRanks(out, t, op, func(q int, _ []byte) ([]byte, error) { return g.parts[q], nil })
+	if err == nil && op.isAvg() {
+		err = s.mem.Scale(t, out, g.p)
+	}
+	return err
+}
+
+// foldRanks computes out = c0 ∘ (c1 ∘ (… ∘ cp-1)), right to left, the
+// order every shared-memory reduction keeps (len(out) > 0). Rank q's
+// contribution comes from part(q, dst): a slice part already has (a slot,
+// this rank's own), or dst filled with it where dst is not nil (out for
+// the last rank's, the fold's first value), or scratch of part's own.
+func (s *State) foldRanks(out []byte, t dtype.Type, op Op, part func(q int, dst []byte) ([]byte, error)) error {
+	p := s.sh.p
+	last, err := part(p-1, out)
+	if err != nil {
+		return err
+	}
+	if &last[0] != &out[0] {
 		copy(out, last)
 	}
-	for q := g.p - 2; q >= 0; q-- {
-		if err := s.mem.Reduce(op, t, g.parts[q], out); err != nil {
+	for q := p - 2; q >= 0; q-- {
+		in, err := part(q, nil)
+		if err != nil {
 			return err
 		}
-	}
-	if op.isAvg() {
-		return s.mem.Scale(t, out, g.p)
+		if err := s.mem.Reduce(op, t, in, out); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -139,23 +158,18 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 		} else {
 			own = own[a : a+m]
 		}
-		// The fold's first value, the last rank's, goes straight into out.
-		if g.r == g.p-1 {
-			copy(o, own)
-		} else if err := g.fetch(g.p-1, n, o, lo+a); err != nil {
+		// The fold's first value, the last rank's, is read straight into out.
+		err := s.foldRanks(o, t, op, func(q int, dst []byte) ([]byte, error) {
+			if q == g.r {
+				return own, nil
+			}
+			if dst == nil {
+				dst = part[:m]
+			}
+			return dst, g.fetch(q, n, dst, lo+a)
+		})
+		if err != nil {
 			return err
-		}
-		for q := g.p - 2; q >= 0; q-- {
-			in := own
-			if q != g.r {
-				in = part[:m]
-				if err := g.fetch(q, n, in, lo+a); err != nil {
-					return err
-				}
-			}
-			if err := s.mem.Reduce(op, t, in, o); err != nil {
-				return err
-			}
 		}
 	}
 	if op.isAvg() {
@@ -189,18 +203,16 @@ const reduceSerialMax = 64 << 10
 func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type, op Op, root int) error {
 	g := s.sh
 	q := 1 - g.r
-	cut := nb / 2 &^ (sharedLine - 1)
-	cut -= cut % t.Size()
+	cut := halfCut(nb, t.Size())
 	g.claim(n)
 	if g.r != root {
 		g.offer(n, d, send[:nb])
 		err := g.check(q, n, d|sharedSingle)
-		if err == nil && g.offeredSecond(q, n) {
-			err = g.writeHalf(q, n, send[cut:nb], cut)
-		} else {
-			g.finished(n)
-			g.releasedBy(q, n)
+		half := send[cut:nb]
+		if err == nil && !g.offeredSecond(q, n) {
+			half = nil // an in-place root reads the whole vector
 		}
+		err = g.push(n, d|sharedSingle, func(int) []byte { return half }, cut, err)
 		runtime.KeepAlive(send)
 		return err
 	}
@@ -221,7 +233,7 @@ func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type,
 	if err == nil {
 		err = s.foldHalf(send[:cut], recv[:cut], t, op)
 	}
-	if err = g.awaitHalf(Reduce, q, n, err); err == nil {
+	if err = g.awaitPeer(Reduce, q, n, err); err == nil {
 		err = s.foldHalf(send[cut:nb], recv[cut:nb], t, op)
 	}
 	runtime.KeepAlive(send)

@@ -31,7 +31,7 @@ import (
 // Layout: rank q owns sharedDepth slots, each a 32-byte header (the
 // sequence number, the call's description: bytes, kind, type, root, the
 // number of the call the data belongs to, and how far q has come with its
-// single-copy copies: 2n+1 once done with call n)
+// single-copy copies: n once done with call n)
 // followed by up to Shared.Slot bytes of data; call n uses slot n mod sharedDepth. A rank
 // arrives at call n by storing n in its slot's header (after the data,
 // if it writes any), and only after it has finished reading everything
@@ -78,7 +78,7 @@ const (
 	// sharedHeader is a slot's header: the sequence number, the
 	// description word, the number of the call whose data the slot holds
 	// (a rank that arrives without data leaves it as it was), and the
-	// stages of single-copy reads the rank has finished (reach).
+	// last call whose single-copy copies the rank has finished (finished).
 	sharedHeader = 32
 	// sharedSingle marks a description whose data is an address to read
 	// from (single copy) rather than the data itself.
@@ -496,47 +496,47 @@ func (g *shared) deliver(q int, n uint64, src []byte, off int) error {
 	if len(src) == 0 {
 		return nil
 	}
-	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[8]))
-	if err := shm.WriteTo(g.pids[q], src, uintptr(addr)+uintptr(off)); err != nil {
+	if err := shm.WriteTo(g.pids[q], src, g.offered(q, n, 1)+uintptr(off)); err != nil {
 		return fmt.Errorf("coll: shm: single copy to rank %d: %w", q, err)
 	}
 	singleCopied.Add(int64(len(src)))
 	return nil
 }
 
-// writeHalf is the writing side of a 2-rank call in halves (halfBcast,
-// halfReduce): it writes src to offset off of the second buffer rank q
-// offered for call n, records a failure for q to see (markFailed), marks
-// this rank finished, and waits until q has finished with this rank's
-// own buffer.
-func (g *shared) writeHalf(q int, n uint64, src []byte, off int) error {
-	err := g.deliver(q, n, src, off)
-	if err != nil {
-		g.markFailed(n)
+// awaitPeer waits until rank q has finished call n of kind k, after this
+// rank's own finished(n); err is this rank's error so far, returned if
+// not nil, else an error if q left the call or recorded a failure
+// (markFailed: what it should have written into this rank's buffers is
+// not there).
+func (g *shared) awaitPeer(k Kind, q int, n uint64, err error) error {
+	switch {
+	case !g.reached(q, n):
+		if err == nil {
+			err = fmt.Errorf("coll: %v: rank %d left the call: %w", k, q, ErrCount)
+		}
+	case g.failedIn(q, n) && err == nil:
+		err = fmt.Errorf("coll: %v: rank %d failed to write into this rank's buffer", k, q)
 	}
-	g.finished(n)
-	g.releasedBy(q, n)
 	return err
 }
 
-// awaitHalf is the other side's wait in a call of kind k in halves, after
-// its own finished(n): until rank q has written its half; err is this
-// rank's error so far, returned unless q left the call or failed.
-func (g *shared) awaitHalf(k Kind, q int, n uint64, err error) error {
-	switch {
-	case !g.reached(q, n, 1):
-		return fmt.Errorf("coll: %v: rank %d left the call: %w", k, q, ErrCount)
-	case g.failedIn(q, n) && err == nil:
-		return fmt.Errorf("coll: %v: rank %d failed to write its half into this rank's buffer", k, q)
-	}
-	return err
+// halfCut is where a 2-rank call in halves (halfBcast, halfReduce) cuts
+// nb bytes of esz-byte elements: about the middle, on a cache line (the
+// two ranks write no line both) and an element.
+func halfCut(nb, esz int) int {
+	cut := nb / 2 &^ (sharedLine - 1)
+	return cut - cut%esz
+}
+
+// offered is the address of buffer i (0 or 1: offer2's buf and second)
+// that rank q offered for call n.
+func (g *shared) offered(q int, n uint64, i int) uintptr {
+	return uintptr(*(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[8*i])))
 }
 
 // offeredSecond reports whether rank q offered a second buffer for call
 // n (offer2 with one).
-func (g *shared) offeredSecond(q int, n uint64) bool {
-	return *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[8])) != 0
-}
+func (g *shared) offeredSecond(q int, n uint64) bool { return g.offered(q, n, 1) != 0 }
 
 // markFailed records in this rank's slot for call n, before finished(n),
 // that it could not do its part of the call (failedIn).
@@ -545,7 +545,7 @@ func (g *shared) markFailed(n uint64) {
 }
 
 // failedIn reports whether rank q recorded a failure in call n
-// (markFailed). reached(q, n, 1) must have returned true.
+// (markFailed). reached(q, n) must have returned true.
 func (g *shared) failedIn(q int, n uint64) bool {
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&g.data(q, n, 24)[16]))) != 0
 }
@@ -556,8 +556,7 @@ func (g *shared) fetch(q int, n uint64, dst []byte, off int) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	addr := *(*uint64)(unsafe.Pointer(&g.data(q, n, 16)[0]))
-	if err := shm.ReadFrom(g.pids[q], dst, uintptr(addr)+uintptr(off)); err != nil {
+	if err := shm.ReadFrom(g.pids[q], dst, g.offered(q, n, 0)+uintptr(off)); err != nil {
 		return fmt.Errorf("coll: shm: single copy from rank %d: %w", q, err)
 	}
 	singleCopied.Add(int64(len(dst)))
@@ -603,45 +602,29 @@ func (g *shared) push(n, d uint64, src func(q int) []byte, at int, err error) er
 	}
 	g.finished(n)
 	for i := 1; i < g.p; i++ {
-		q := (g.r + i) % g.p
-		switch {
-		case !g.reached(q, n, 1):
-			if err == nil {
-				err = fmt.Errorf("coll: %v: rank %d left the call: %w", descKind(d), q, ErrCount)
-			}
-		case g.failedIn(q, n) && err == nil:
-			err = fmt.Errorf("coll: %v: rank %d failed to write into this rank's buffer", descKind(d), q)
-		}
+		err = g.awaitPeer(descKind(d), (g.r+i)%g.p, n, err)
 	}
 	return err
 }
 
-// finished marks this rank done with the single-copy reads of call n
-// (whether they succeeded or not: a rank whose buffer was offered waits
-// for it).
-func (g *shared) finished(n uint64) { g.reach(n, 1) }
-
-// The finished word of a rank's header counts stages: 2n+1 once the rank
-// has finished call n's copies from and into its peers' buffers (2n, a
-// first stage, is free for a call that needs one).
-
-// reach marks stage st (0 or 1) of call n done.
-func (g *shared) reach(n uint64, st uint64) {
-	shm.StoreRelease((*uint64)(unsafe.Add(unsafe.Pointer(g.header(g.r, n)), 24)), 2*n+st)
+// finished marks this rank done with call n's copies from and into its
+// peers' buffers (the header's fourth word).
+func (g *shared) finished(n uint64) {
+	shm.StoreRelease((*uint64)(unsafe.Add(unsafe.Pointer(g.header(g.r, n)), 24)), n)
 }
 
-// reached waits until rank q has done stage st of call n and reports
-// whether it has: false where q went on to a later call without (it
-// failed a check).
-func (g *shared) reached(q int, n, st uint64) bool {
+// reached waits until rank q has finished call n and reports true, or
+// false if q went on to a later call without finishing this one (which a
+// rank does only after failing a check).
+func (g *shared) reached(q int, n uint64) bool {
 	fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
 	next := g.header(q, n+1)
-	for i := 0; atomic.LoadUint64(fin) < 2*n+st; i++ {
+	for i := 0; atomic.LoadUint64(fin) < n; i++ {
 		// A rank that failed before has gone on to a later call:
 		// checked only past the spin, as rare.
 		if i >= g.spin {
 			if atomic.LoadUint64(next) > n {
-				return atomic.LoadUint64(fin) >= 2*n+st
+				return atomic.LoadUint64(fin) >= n
 			}
 			g.idle(i - g.spin)
 		}
@@ -649,9 +632,10 @@ func (g *shared) reached(q int, n, st uint64) bool {
 	return true
 }
 
-// release waits until every peer has finished reading what this rank
-// offered for call n, or has arrived at a later call (which it does only
-// after finishing this one, also where it failed a check before reading).
+// release waits until every peer has finished its copies from and into
+// what this rank offered for call n, or has arrived at a later call
+// (which it does only after finishing this one, also where it failed a
+// check before copying).
 func (g *shared) release(n uint64) {
 	for q := range g.p {
 		if q != g.r {
@@ -662,7 +646,7 @@ func (g *shared) release(n uint64) {
 
 // releasedBy waits until rank q, the one reader of what this rank offered
 // for call n (a reduce's root), has finished (see release).
-func (g *shared) releasedBy(q int, n uint64) { g.reached(q, n, 1) }
+func (g *shared) releasedBy(q int, n uint64) { g.reached(q, n) }
 
 // await waits until rank q has arrived at call n (or later).
 func (g *shared) await(q int, n uint64) {

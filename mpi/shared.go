@@ -111,7 +111,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	// single copy (every rank read every peer's probe and wants it; a rank
 	// with GOMPIX_SHM_CMA_MIN=0 turns it off for all), and whether a CMA
 	// read is dear here (as every rank timed it: the ranks must choose
-	// alike).
+	// alike; timed only where single copy is possible).
 	var pids []int
 	if err == nil && cmaMin != 0 {
 		pids = cmaPeers(recs, c.Rank())
@@ -119,7 +119,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	all, cmaSlow := false, false
 	if err == nil {
 		var agreed []bool
-		if agreed, err = coll.SetupAgreeEach(cm, []bool{seg != nil && name[0] != 0, pids != nil, shm.CMASlow()}, tag); err == nil {
+		if agreed, err = coll.SetupAgreeEach(cm, []bool{seg != nil && name[0] != 0, pids != nil, pids != nil && shm.CMASlow()}, tag); err == nil {
 			all, cmaSlow = agreed[0], agreed[2]
 			if !agreed[1] {
 				pids = nil
