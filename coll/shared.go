@@ -137,6 +137,13 @@ type Shared struct {
 	// (sharedCMAAuto: what does not fit the slots, where measured to
 	// win); 0 never.
 	CMAMin int
+	// CPUs, when not nil, is the CPU each rank's process is bound to, by
+	// rank, -1 where a rank is not bound to one (package mpi binds ranks
+	// that outnumber the cores in turn). A rank then knows which peers
+	// share its CPU: it yields at once to one it waits for, which cannot
+	// run until it does, and spins for one elsewhere once every peer on
+	// its own CPU has arrived (patience).
+	CPUs []int
 	// CMASlow: a cross-process read costs several memory copies on this
 	// node, as every rank measured it (internal/shm.CMASlow). A 2-rank
 	// reduce beyond the slots then goes single copy at any size, the two
@@ -179,6 +186,10 @@ type shared struct {
 	cmaMin   [numKinds]int // smallest single-copy contribution per kind; math.MaxInt: never
 	cmaMax   [numKinds]int // largest single-copy contribution per kind
 	scratch  []byte        // single copy: an in-place alltoall's send blocks; a reduce's pieces
+	// Ranks sharing this rank's CPU (Shared.CPUs): mates[q] for those, the
+	// others' CPU known too where placed[q]; nil where this rank's CPU is
+	// unknown.
+	mates, placed []bool
 }
 
 // sharedAuto is the largest slot contribution of kind k that runs in the
@@ -301,6 +312,8 @@ func (s *State) SetShared(sh Shared) error {
 		return fmt.Errorf("coll: shared segment not %d-byte aligned: %w", sharedLine, ErrBuffer)
 	case sh.Pids != nil && len(sh.Pids) != p:
 		return fmt.Errorf("coll: shared segment: %d process ids for %d ranks: %w", len(sh.Pids), p, ErrCount)
+	case sh.CPUs != nil && len(sh.CPUs) != p:
+		return fmt.Errorf("coll: shared segment: %d CPUs for %d ranks: %w", len(sh.CPUs), p, ErrCount)
 	}
 	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
 		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
@@ -310,6 +323,13 @@ func (s *State) SetShared(sh Shared) error {
 	}
 	if g.yield == nil {
 		g.yield = runtime.Gosched
+	}
+	if r := s.comm.Rank(); sh.CPUs != nil && sh.CPUs[r] >= 0 {
+		g.mates, g.placed = make([]bool, p), make([]bool, p)
+		for q, c := range sh.CPUs {
+			g.mates[q] = q != r && c == sh.CPUs[r]
+			g.placed[q] = c >= 0
+		}
 	}
 	if g.truncate == nil {
 		g.truncate = ErrCount
@@ -619,14 +639,14 @@ func (g *shared) finished(n uint64) {
 func (g *shared) reached(q int, n uint64) bool {
 	fin := (*uint64)(unsafe.Add(unsafe.Pointer(g.header(q, n)), 24))
 	next := g.header(q, n+1)
-	for i := 0; atomic.LoadUint64(fin) < n; i++ {
+	for w := g.waiter(q, n); atomic.LoadUint64(fin) < n; {
 		// A rank that failed before has gone on to a later call:
 		// checked only past the spin, as rare.
-		if i >= g.spin {
+		if w.spun() {
 			if atomic.LoadUint64(next) > n {
 				return atomic.LoadUint64(fin) >= n
 			}
-			g.idle(i - g.spin)
+			w.idle()
 		}
 	}
 	return true
@@ -651,14 +671,82 @@ func (g *shared) releasedBy(q int, n uint64) { g.reached(q, n) }
 // await waits until rank q has arrived at call n (or later).
 func (g *shared) await(q int, n uint64) {
 	h := g.header(q, n)
-	for i := 0; atomic.LoadUint64(h) < n; i++ {
-		if i >= g.spin {
-			g.idle(i - g.spin)
+	for w := g.waiter(q, n); atomic.LoadUint64(h) < n; {
+		if w.spun() {
+			w.idle()
 		}
 	}
 	if g.known[q] < n {
 		g.known[q] = n
 	}
+}
+
+// waiter is one wait for rank q at call n: polls spin first (patience),
+// then idle between polls.
+type waiter struct {
+	g       *shared
+	q       int
+	n       uint64
+	polls   int  // since the spin began
+	spin    int  // polls to spin before idling
+	idles   int  // idle turns so far
+	granted bool // the long spin for a rank on another CPU was given
+}
+
+func (g *shared) waiter(q int, n uint64) waiter {
+	w := waiter{g: g, q: q, n: n}
+	w.spin, w.granted = g.patience(q, n)
+	return w
+}
+
+// spun counts a poll and reports whether the spin is over (idle next).
+func (w *waiter) spun() bool {
+	w.polls++
+	return w.polls > w.spin
+}
+
+// idle idles once; a wait for a rank on another CPU that could not spin
+// while this CPU's other ranks had not arrived spins once they have.
+func (w *waiter) idle() {
+	w.g.idle(w.idles)
+	w.idles++
+	if !w.granted && w.g.mates != nil {
+		if w.spin, w.granted = w.g.patience(w.q, w.n); w.granted {
+			w.polls = 0
+		}
+	}
+}
+
+// patience is how many polls a wait for rank q at call n spins before it
+// idles, and whether that is the long spin for a rank on another CPU.
+// Where ranks share CPUs (Shared.CPUs) a rank waiting for one on its own
+// CPU yields at once: that rank cannot run before it does. One on another
+// CPU may be running now: a rank spins for it (sharedSpin) once every
+// rank of its own CPU has arrived at the call, as nobody then needs this
+// CPU to get there; before, its spinning would keep them from arriving,
+// and the wait yields after the short spin of an oversubscribed node.
+// A process switch costs some 6 µs on the 2-core machine, a rank waiting
+// for another on its CPU can only let it run, and any spinning while a
+// rank of its own CPU has not arrived is time that rank needs. Measured
+// there, 4 ranks on 2 CPUs, OSU with a barrier between calls, in the same
+// rounds (docs/performance-host.md, session 13): allgather 8 B 7.6-8.9 µs
+// against 10.4-11.7 with one policy for every peer, alltoall 7.2-11.8
+// against 9.9-13.6, allreduce 9.7-11.5 against 11.5-14.2.
+func (g *shared) patience(q int, n uint64) (spin int, long bool) {
+	switch {
+	case g.mates == nil:
+		return g.spin, false
+	case g.mates[q]:
+		return 0, false
+	case !g.placed[q]:
+		return g.spin, false
+	}
+	for m, mate := range g.mates {
+		if mate && atomic.LoadUint64(g.header(m, n)) < n {
+			return g.spin, false
+		}
+	}
+	return sharedSpin, true
 }
 
 // idle is the wait policy between polls, i polls after the spin: yield

@@ -16,11 +16,23 @@ import (
 
 // withShared gives every rank's State of a colltest world the same
 // segment, where contributions of sharedCMAMin bytes or more of the
-// single-copy kinds are read straight from their owners.
+// single-copy kinds are read straight from their owners. Beyond 2 ranks
+// the ranks are said to share two CPUs in turn, an odd count's last rank
+// bound to none (Shared.CPUs: the waits differ by peer).
 func withShared(seg []byte, slot, p int) func(*coll.State) error {
+	var cpus []int
+	if p > 2 {
+		cpus = make([]int, p)
+		for q := range cpus {
+			cpus[q] = q % 2
+		}
+		if p%2 == 1 {
+			cpus[p-1] = -1
+		}
+	}
 	return func(s *coll.State) error {
 		return s.SetShared(coll.Shared{Mem: seg, Slot: slot, Oversubscribed: p > runtime.GOMAXPROCS(0),
-			Truncate: colltest.ErrTruncate, Pids: selfPids(p), CMAMin: sharedCMAMin})
+			Truncate: colltest.ErrTruncate, Pids: selfPids(p), CMAMin: sharedCMAMin, CPUs: cpus})
 	}
 }
 

@@ -2,6 +2,7 @@ package coll
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -340,5 +341,64 @@ func TestSharedCMAAuto(t *testing.T) {
 		if got := s.sharedWayOp(Reduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(reduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
 		}
+	}
+}
+
+// A rank that shares its CPU with others (Shared.CPUs) waits for one of
+// them without spinning, spins for a rank on another CPU only once every
+// rank of its own CPU has arrived at the call, and waits as before where
+// CPUs are unknown.
+func TestSharedPatience(t *testing.T) {
+	const slot = 64
+	mem := make([]byte, SharedSize(4, slot)+sharedLine)
+	mem = mem[int(-uintptr(unsafe.Pointer(&mem[0]))&(sharedLine-1)):]
+	newShared := func(cpus []int) *shared {
+		t.Helper()
+		clear(mem)
+		s := NewState(fourRanks{}, nil)
+		if err := s.SetShared(Shared{Mem: mem, Slot: slot, Oversubscribed: true, CPUs: cpus}); err != nil {
+			t.Fatal(err)
+		}
+		return s.sh
+	}
+	const n = 5
+	g := newShared([]int{0, 1, 0, -1}) // rank 0 shares CPU 0 with rank 2; rank 3's CPU is unknown
+	check := func(what string, q, spin int, long bool) {
+		t.Helper()
+		if s, l := g.patience(q, n); s != spin || l != long {
+			t.Errorf("%s: patience(%d) = %d, %v; want %d, %v", what, q, s, l, spin, long)
+		}
+	}
+	check("mate", 2, 0, false)
+	check("other CPU, mate not arrived", 1, sharedSpinOver, false)
+	check("CPU unknown", 3, sharedSpinOver, false)
+	*g.header(2, n) = n - 1 // at the call before
+	check("other CPU, mate at the call before", 1, sharedSpinOver, false)
+	*g.header(2, n) = n
+	check("other CPU, mate arrived", 1, sharedSpin, true)
+	check("CPU unknown, mate arrived", 3, sharedSpinOver, false)
+
+	// A wait that began before the mate arrived gets the long spin once
+	// it has, after an idle turn.
+	*g.header(2, n) = 0
+	w := g.waiter(1, n)
+	for !w.spun() {
+	}
+	*g.header(2, n) = n
+	w.idle()
+	if w.spin != sharedSpin || !w.granted || w.spun() {
+		t.Errorf("after the mate arrived: spin %d, granted %v, polls %d", w.spin, w.granted, w.polls)
+	}
+
+	for _, cpus := range [][]int{nil, {-1, 0, 0, 0}} { // not known: as an oversubscribed node always waited
+		g = newShared(cpus)
+		for q := 1; q < 4; q++ {
+			if s, l := g.patience(q, n); s != sharedSpinOver || l {
+				t.Errorf("CPUs %v: patience(%d) = %d, %v", cpus, q, s, l)
+			}
+		}
+	}
+	if err := NewState(fourRanks{}, nil).SetShared(Shared{Mem: mem, Slot: slot, CPUs: []int{0, 1}}); err == nil || !strings.Contains(err.Error(), "2 CPUs for 4 ranks") {
+		t.Errorf("SetShared with 2 CPUs for 4 ranks: %v", err)
 	}
 }

@@ -28,7 +28,12 @@ func bindRank(localRank, localSize int) {
 // (internal/cpubind says why). A system where that cannot be done keeps
 // running unbound.
 func bindCrowdedRank(localRank int) {
-	if cpu, ok, err := cpubind.ForCrowdedRank(localRank); err == nil && ok {
-		_ = cpubind.BindProcess(cpu)
+	if cpu, ok, err := cpubind.ForCrowdedRank(localRank); err == nil && ok && cpubind.BindProcess(cpu) == nil {
+		crowdedCPU = cpu
 	}
 }
+
+// crowdedCPU is the CPU bindCrowdedRank bound this process to, -1 where
+// it did not: the shared-memory collectives' peers learn it (setupShared)
+// and so which of them share a CPU (coll.Shared.CPUs).
+var crowdedCPU = -1

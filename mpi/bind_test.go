@@ -56,6 +56,9 @@ func bindScenario(w *Comm) error {
 func crowdedBinding(rank int, list string) error {
 	cpus := strings.Split(list, ",")
 	want := cpus[rank%len(cpus)]
+	if strconv.Itoa(crowdedCPU) != want { // what the shared-memory collectives' set-up tells the peers
+		return fmt.Errorf("rank %d: crowdedCPU %d, want %s", rank, crowdedCPU, want)
+	}
 	tasks, err := filepath.Glob("/proc/self/task/*/status")
 	if err != nil || len(tasks) == 0 {
 		return fmt.Errorf("no threads listed: %v", err)

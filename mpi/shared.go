@@ -57,6 +57,7 @@ var nodeOversubscribed bool
 // segment and sends its name to every rank (each sending its process id
 // and the address of a probe word beside it), every rank maps it and
 // reads its peers' probes (cmaPeers) and times a CMA read (shm.CMASlow),
+// every rank learns which CPU each is bound to (recordCPUs),
 // all agree on whether every rank did both and found CMA dear
 // (coll.SetupAllgather and SetupAgreeEach, on a reserved tag),
 // and rank 0 removes the name
@@ -79,9 +80,10 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	size := coll.SharedSize(p, slot)
 	// Every rank's record: the segment's name (rank 0's is the one), its
-	// process id and the address of a probe word its peers read to check
-	// that they may read its memory (single copy).
-	var rec [shmNameBytes + 16]byte
+	// process id, the address of a probe word its peers read to check
+	// that they may read its memory (single copy), and the CPU it is bound
+	// to where ranks share CPUs (crowdedCPU).
+	var rec [shmNameBytes + 24]byte
 	var seg *shm.Segment
 	if c.Rank() == 0 {
 		if seg, err = shm.Create(fmt.Sprintf("gompix-%d", os.Getpid()), size); err == nil && len(seg.Name()) < shmNameBytes {
@@ -98,6 +100,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	*probe = cmaProbe(os.Getpid())
 	binary.LittleEndian.PutUint64(rec[shmNameBytes:], uint64(os.Getpid()))
 	binary.LittleEndian.PutUint64(rec[shmNameBytes+8:], uint64(uintptr(unsafe.Pointer(probe))))
+	putRecordCPU(rec[:], crowdedCPU)
 	cm, tag := collComm{c.pc}, st.ReserveTag()
 	recs, err := coll.SetupAllgather(cm, rec[:], tag)
 	var name []byte
@@ -136,12 +139,27 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	if err := st.SetShared(coll.Shared{Mem: seg.Bytes(), Slot: slot, Auto: auto, Oversubscribed: nodeOversubscribed,
 		Yield: pt2pt.YieldProcessor, Truncate: pt2pt.ErrTruncate, Progress: c.pc.Engine().Progress,
-		Pids: pids, CMAMin: cmaMin, CMASlow: cmaSlow}); err != nil {
+		Pids: pids, CMAMin: cmaMin, CMASlow: cmaSlow, CPUs: recordCPUs(recs)}); err != nil {
 		closeSegment(seg)
 		return err
 	}
 	c.coll.shared = seg
 	return nil
+}
+
+// putRecordCPU writes cpu (-1: not bound to one) into a set-up record.
+func putRecordCPU(rec []byte, cpu int) {
+	binary.LittleEndian.PutUint64(rec[shmNameBytes+16:], uint64(int64(cpu)))
+}
+
+// recordCPUs is the CPU every rank is bound to, from the set-up records
+// (putRecordCPU).
+func recordCPUs(recs [][]byte) []int {
+	cpus := make([]int, len(recs))
+	for q, rec := range recs {
+		cpus[q] = int(int64(binary.LittleEndian.Uint64(rec[shmNameBytes+16:])))
+	}
+	return cpus
 }
 
 // shmNameBytes bounds a segment's file name in the set-up exchange.

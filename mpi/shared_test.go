@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -222,4 +223,17 @@ func TestCMAPeers(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(probe)
+}
+
+// The set-up records carry each rank's CPU, -1 for none, to every rank.
+func TestRecordCPUs(t *testing.T) {
+	want := []int{3, -1, 0}
+	recs := make([][]byte, len(want))
+	for q, cpu := range want {
+		recs[q] = make([]byte, shmNameBytes+24)
+		putRecordCPU(recs[q], cpu)
+	}
+	if got := recordCPUs(recs); !slices.Equal(got, want) {
+		t.Fatalf("recordCPUs: %v, want %v", got, want)
+	}
 }
