@@ -77,7 +77,7 @@ func (s *State) singleAllreduce(n, d uint64, send, recv []byte, t dtype.Type, op
 	if send != nil {
 		own = send[lo:hi]
 	}
-	err := s.singleFold(n, d|sharedSingle, own, recv[lo:hi], t, op, lo)
+	err := s.singleFold(n, d|sharedSingle, own, recv[lo:hi], t, op, lo, false)
 	// Push the reduced block into every peer's receive buffer: it is in
 	// this rank's cache, just written, where a peer reading it would pull
 	// every line across.

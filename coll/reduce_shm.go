@@ -18,7 +18,8 @@ import (
 // the root reads the contributions a chunk at a time (reduceChunk bytes)
 // from the peers' memory and folds each chunk in the same order; the
 // peers return once the root has read everything. Two ranks with a
-// commutative op share the reads where a CMA read is dear (halfReduce).
+// commutative op share the reads beyond reduceSerialMax where a CMA read
+// is dear (halfReduce).
 //
 // Cost: through the slots, non-roots nβ_mem, root (p-1)(λ + nβ_mem + nγ);
 // single copy, root (p-1)(λ + nβ_cma + nγ), non-roots wait for it;
@@ -27,7 +28,7 @@ func (s *State) sharedReduce(send, recv []byte, nb int, t dtype.Type, op Op, roo
 	g := s.sh
 	n := g.begin()
 	d := desc(Reduce, t, root, nb)
-	if single && g.p == 2 && g.cmaSlow && op.IsCommutative() {
+	if single && g.p == 2 && g.cmaSlow && op.IsCommutative() && nb > reduceSerialMax {
 		return s.halfReduce(n, d, send, recv, nb, t, op, root)
 	}
 	if single {
@@ -125,16 +126,26 @@ func (s *State) singleReduce(n, d uint64, send, recv []byte, nb int, t dtype.Typ
 		return nil
 	}
 	g.arrive(n)
-	err := s.singleFold(n, d|sharedSingle, send, recv[:nb], t, op, 0)
-	g.finished(n)
-	return err
+	return s.singleFold(n, d|sharedSingle, send, recv[:nb], t, op, 0, true)
 }
 
 // singleFold folds bytes [lo, lo+len(out)) of the contributions of call n
 // that the peers offered (described by d) with own, this rank's (nil: in
 // place, out holds it), into out in rank order, out = c0 ∘ (c1 ∘ (… ∘
-// cp-1)), a chunk at a time, then divides by p for Avg.
-func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo int) error {
+// cp-1)), a chunk at a time, then divides by p for Avg. With release it
+// marks this rank finished with call n (finished) right after its last
+// read, before the fold that follows it, or on a failure: the peers,
+// waiting for that to reuse their buffers, then leave while it folds (2
+// ranks, 64 KiB, the 2-core machine, session 13, 8 rounds: 6.8-8.3 µs
+// against 7.2-9.8 marked after the fold).
+func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo int, release bool) (err error) {
+	if release {
+		defer func() {
+			if err != nil {
+				s.sh.finished(n)
+			}
+		}()
+	}
 	g := s.sh
 	for q := range g.p {
 		if q != g.r {
@@ -148,6 +159,13 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 		g.scratch = make([]byte, 2*chunk)
 	}
 	part, mine := g.scratch[:chunk], g.scratch[chunk:2*chunk]
+	lastPeer := 0 // the last rank read (foldRanks goes from the last rank down)
+	if g.r == 0 {
+		lastPeer = 1
+	}
+	if len(out) == 0 && release {
+		g.finished(n)
+	}
 	for a := 0; a < len(out); a += chunk {
 		o := out[a:min(a+chunk, len(out))]
 		m := len(o)
@@ -166,7 +184,11 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 			if dst == nil {
 				dst = part[:m]
 			}
-			return dst, g.fetch(q, n, dst, lo+a)
+			err := g.fetch(q, n, dst, lo+a)
+			if release && err == nil && q == lastPeer && a+m == len(out) {
+				g.finished(n)
+			}
+			return dst, err
 		})
 		if err != nil {
 			return err
@@ -179,10 +201,14 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 }
 
 // reduceSerialMax is the largest 2-rank reduce whose vector the root
-// reads and folds alone by default (singleReduce) where a CMA read is
-// cheap: beyond it, messages were faster on the GPU machine (1 MiB: 126
-// µs against 98). Where a CMA read is dear, the two ranks share the reads
-// at every size (halfReduce).
+// reads and folds alone by default (singleReduce): beyond it, messages
+// were faster on the GPU machine (1 MiB: 126 µs against 98), and where a
+// CMA read is dear the two ranks share the reads (halfReduce). To it the
+// root alone, releasing the peer before its fold, did better where a CMA
+// read is dear too (the 2-core machine, session 13, in its slow state:
+// 64 KiB 6.8-8.3 µs against 7.7-9.3 in halves, 32 KiB 5.2-7.1 against
+// 5.6-7.1; in its fast state halves did better at 64 KiB, 5.4-6.1
+// against 6.3-8.9).
 const reduceSerialMax = 64 << 10
 
 // halfReduce is the 2-rank single-copy reduce of a commutative op where a
@@ -218,9 +244,7 @@ func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type,
 	}
 	if send == nil { // in place
 		g.offer2(n, d, recv[:nb], nil)
-		err := s.singleFold(n, d|sharedSingle, nil, recv[:nb], t, op, 0)
-		g.finished(n)
-		return err
+		return s.singleFold(n, d|sharedSingle, nil, recv[:nb], t, op, 0, true)
 	}
 	g.offer2(n, d, send[:nb], recv[:nb])
 	if err := g.check(q, n, d|sharedSingle); err != nil {

@@ -248,7 +248,7 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
 // machine (126 against 98): so to reduceSerialMax, and where a CMA read
 // is dear (cmaSlow: the 2-core machine) at every size, the two ranks
-// sharing the reads (halfReduce; a non-commutative op's vector, which
+// sharing the reads beyond reduceSerialMax (halfReduce; a non-commutative op's vector, which
 // the root then reads whole, goes as messages beyond reduceSerialMax:
 // sharedWayOp). Beyond 2 ranks the
 // root would read every contribution itself (4 ranks, 1 MiB: 838 against

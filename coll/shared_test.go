@@ -497,3 +497,64 @@ func TestSharedWriteFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedReduceRelease: a single-copy reduce's root lets the peers go
+// once it has read their vectors, before its fold: a peer that then
+// overwrites its send buffer at once changes nothing in the root's result
+// (2 ranks where CMA is dear, to 64 KiB, and 3 ranks forced single copy;
+// every root).
+func TestSharedReduceRelease(t *testing.T) {
+	const slot, nb, calls = 512, 48 << 10, 40
+	for _, sh := range []struct {
+		p   int
+		cfg func(seg []byte, pids []int) coll.Shared
+	}{
+		{2, func(seg []byte, pids []int) coll.Shared { return cmaDear(seg, slot, pids) }},
+		{3, func(seg []byte, pids []int) coll.Shared {
+			return coll.Shared{Mem: seg, Slot: slot, Truncate: colltest.ErrTruncate, Pids: pids, CMAMin: 1}
+		}},
+	} {
+		p := sh.p
+		want := make([]byte, nb)
+		for i := range want {
+			for q := range p {
+				want[i] += byte(q + 1 + i)
+			}
+		}
+		seg := sharedMem(p, slot)
+		copied := coll.SingleCopyBytes()
+		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
+			rk := cm.Rank()
+			s := coll.NewState(cm, perRank(nil))
+			if err := s.SetShared(sh.cfg(seg, selfPids(p))); err != nil {
+				return err
+			}
+			send, recv := make([]byte, nb), make([]byte, nb)
+			for i := range calls {
+				root := i % p
+				for j := range send {
+					send[j] = byte(rk + 1 + j)
+				}
+				if err := s.Reduce(send, recv, nb, dtype.Int8, coll.Builtin(dtype.Sum), root); err != nil {
+					return err
+				}
+				if rk != root {
+					for j := range send {
+						send[j] = 0x7f
+					}
+					continue
+				}
+				if !bytes.Equal(recv, want) {
+					return fmt.Errorf("call %d, root %d: wrong result", i, root)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%d ranks: %v", p, err)
+		}
+		if moved, single := coll.SingleCopyBytes()-copied, int64(calls*(p-1)*nb); moved != single {
+			t.Errorf("%d ranks: single copy moved %d bytes, want %d", p, moved, single)
+		}
+	}
+}
