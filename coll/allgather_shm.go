@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/shm"
 )
 
 // Allgather "shm" (shared-memory segment, see shared.go).
@@ -38,7 +39,7 @@ func (s *State) sharedAllgather(send, recv []byte, nb int, single bool) error {
 		g.publish(n, d, src)
 	}
 	if send != nil {
-		copy(own, src)
+		shm.Copy(own, src)
 	}
 	var err error
 	if single {

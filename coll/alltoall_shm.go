@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/shm"
 )
 
 // Alltoall "shm" (shared-memory segment, see shared.go).
@@ -35,7 +36,7 @@ func (s *State) sharedAlltoall(send, recv []byte, nb int, single bool) error {
 			g.scratch = make([]byte, all)
 		}
 		send = g.scratch[:all]
-		copy(send, recv[:all])
+		shm.Copy(send, recv[:all])
 	}
 	g.claim(n)
 	switch {
@@ -48,7 +49,7 @@ func (s *State) sharedAlltoall(send, recv []byte, nb int, single bool) error {
 	default:
 		g.publish(n, d, send[:all])
 	}
-	copy(recv[r*nb:(r+1)*nb], send[r*nb:(r+1)*nb])
+	shm.Copy(recv[r*nb:(r+1)*nb], send[r*nb:(r+1)*nb])
 	var err error
 	if single {
 		err = g.push(n, d, func(q int) []byte { return send[q*nb : (q+1)*nb] }, r*nb, nil)

@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/shm"
 )
 
 // Bcast "shm" (shared-memory segment, see shared.go).
@@ -63,7 +64,7 @@ func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 		if err := g.check(root, n, d); err != nil {
 			return err
 		}
-		copy(piece, g.data(root, n, len(piece)))
+		shm.Copy(piece, g.data(root, n, len(piece)))
 	}
 	return nil
 }

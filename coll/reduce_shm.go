@@ -4,6 +4,7 @@ import (
 	"runtime"
 
 	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/shm"
 )
 
 // Reduce "shm" (shared-memory segment, see shared.go).
@@ -95,7 +96,7 @@ func (s *State) foldRanks(out []byte, t dtype.Type, op Op, part func(q int, dst 
 		return err
 	}
 	if &last[0] != &out[0] {
-		copy(out, last)
+		shm.Copy(out, last)
 	}
 	for q := p - 2; q >= 0; q-- {
 		in, err := part(q, nil)
@@ -172,7 +173,7 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 		own := own
 		if own == nil { // in place: keep this rank's chunk before out is overwritten
 			own = mine[:m]
-			copy(own, o)
+			shm.Copy(own, o)
 		} else {
 			own = own[a : a+m]
 		}

@@ -481,7 +481,7 @@ func (g *shared) claim(n uint64) {
 // publish writes data and the call's description into this rank's slot
 // for call n and arrives there. claim(n) must have returned.
 func (g *shared) publish(n uint64, d uint64, data []byte) {
-	copy(g.data(g.r, n, len(data)), data)
+	shm.Copy(g.data(g.r, n, len(data)), data)
 	h := g.header(g.r, n)
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 8)) = d
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
@@ -600,7 +600,7 @@ func (g *shared) collect(n, d uint64, recv []byte, nb, off, slotBytes int) error
 		if err := g.check(q, n, d); err != nil {
 			return err
 		}
-		copy(recv[q*nb:(q+1)*nb], g.data(q, n, slotBytes)[off:])
+		shm.Copy(recv[q*nb:(q+1)*nb], g.data(q, n, slotBytes)[off:])
 	}
 	return nil
 }
