@@ -199,7 +199,12 @@ type shared struct {
 // slots at once where messages go one after another. Measured with OSU
 // (docs/performance-host.md, session 10): 2 ranks, a core each (the GPU
 // machine and the 2-core machine): the segment won up to 16 KiB and was
-// level or behind from 32 KiB. 4 ranks with a core each (the GPU machine,
+// level or behind from 32 KiB; since its copies are string moves
+// (internal/shm.Copy, session 13), to 64 KiB, and a reduce to 256 KiB
+// (the 2-core machine, 64 KiB: reduce 3.6-5.9 µs against 6.5-10.4 read
+// single copy or in halves, allreduce 7.7-10.7 against 10.5-14.7 as
+// messages, bcast 4.6-5.3 against 5.3-5.9; 256 KiB: reduce 14-16
+// against 17-20, bcast 17-28 against 11-13). 4 ranks with a core each (the GPU machine,
 // 2 rounds against messages and Open MPI): bcast, reduce and allgather
 // won at every size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with
 // messages, 1 MiB 233-245 against 285-293; allgather 1 MiB 546-561
@@ -213,8 +218,10 @@ func sharedAuto(k Kind, p int, oversubscribed bool) int {
 	switch {
 	case oversubscribed:
 		return 256 << 10
+	case p <= 2 && k == Reduce:
+		return 256 << 10
 	case p <= 2:
-		return 16 << 10
+		return 64 << 10
 	}
 	switch k {
 	case Allreduce:

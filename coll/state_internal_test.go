@@ -163,7 +163,7 @@ func TestPlanKeyMatches(t *testing.T) {
 // SetShared applies them: per collective and rank count, bounded by the
 // slot, and off for a collective forced to another algorithm.
 func TestSharedAutoLimits(t *testing.T) {
-	if got := SharedAutoSlot(2, false); got != 16<<10 {
+	if got := SharedAutoSlot(2, false); got != 256<<10 {
 		t.Errorf("SharedAutoSlot(2) = %d", got)
 	}
 	if got := SharedAutoSlot(4, false); got != 1<<20 {
@@ -251,15 +251,19 @@ func TestSharedCMAAuto(t *testing.T) {
 		sh    Shared
 		wants []want
 	}{
-		{"2 ranks", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
-			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
-			{Alltoall, 16<<10 + 1, asMessages}, // forced to pairwise
-			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 64<<10 + 1, asMessages},
-			{Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
+		{"2 ranks", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
+			{Bcast, 64 << 10, throughSlots}, {Bcast, 64<<10 + 1, singleCopy}, {Allgather, 64 << 10, throughSlots}, {Allgather, 1 << 30, singleCopy},
+			{Alltoall, 64<<10 + 1, asMessages}, // forced to pairwise
+			{Reduce, 256 << 10, throughSlots}, {Reduce, 256<<10 + 1, asMessages}, // single copy only to 64 KiB
+			{Allreduce, 64<<10 + 1, asMessages}, {Allreduce, 64 << 10, throughSlots},
 		}},
-		{"2 ranks, CMA dear", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}, []want{
-			{Reduce, 16 << 10, throughSlots}, {Reduce, 16<<10 + 1, singleCopy}, {Reduce, 1 << 30, singleCopy},
-			{Bcast, 16<<10 + 1, singleCopy}, {Allreduce, 16<<10 + 1, asMessages},
+		{"2 ranks, a 16 KiB slot", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
+			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 64<<10 + 1, asMessages},
+			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy},
+		}},
+		{"2 ranks, CMA dear", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}, []want{
+			{Reduce, 256 << 10, throughSlots}, {Reduce, 256<<10 + 1, singleCopy}, {Reduce, 1 << 30, singleCopy},
+			{Bcast, 64<<10 + 1, singleCopy}, {Allreduce, 64<<10 + 1, asMessages},
 		}},
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
@@ -279,8 +283,8 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
 			{Allreduce, 256<<10 + 1, asMessages},
 		}},
-		{"no process ids", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
-		{"CMAMin 0", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
+		{"no process ids", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 64<<10 + 1, asMessages}}},
+		{"CMAMin 0", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 64<<10 + 1, asMessages}}},
 		{"CMAMin 100", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: 100}, []want{
 			{Bcast, 99, throughSlots}, {Bcast, 100, singleCopy}, {Allgather, 100, singleCopy},
 			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, singleCopy}, {Barrier, 0, throughSlots},
