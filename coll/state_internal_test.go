@@ -253,7 +253,7 @@ func TestSharedCMAAuto(t *testing.T) {
 	}{
 		{"2 ranks", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
 			{Bcast, 64 << 10, throughSlots}, {Bcast, 64<<10 + 1, singleCopy}, {Allgather, 64 << 10, throughSlots}, {Allgather, 1 << 30, singleCopy},
-			{Alltoall, 64<<10 + 1, asMessages}, // forced to pairwise
+			{Alltoall, 64<<10 + 1, asMessages},                                   // forced to pairwise
 			{Reduce, 256 << 10, throughSlots}, {Reduce, 256<<10 + 1, asMessages}, // single copy only to 64 KiB
 			{Allreduce, 64<<10 + 1, asMessages}, {Allreduce, 64 << 10, throughSlots},
 		}},
