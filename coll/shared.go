@@ -145,10 +145,11 @@ type Shared struct {
 	// its own CPU has arrived (patience).
 	CPUs []int
 	// CMASlow: a cross-process read costs several memory copies on this
-	// node, as every rank measured it (internal/shm.CMASlow). A 2-rank
-	// reduce beyond the slots then goes single copy at any size, the two
-	// ranks sharing the reads (halfReduce); elsewhere single copy to 64
-	// KiB and as messages beyond.
+	// node, as every rank measured it (internal/shm.CMASlow). With Auto,
+	// 2 ranks then keep to 64 KiB in the slots, a reduce to 256 KiB
+	// (sharedAuto), and a 2-rank reduce beyond the slots goes single copy
+	// at any size, the two ranks sharing the reads (halfReduce);
+	// elsewhere single copy to 64 KiB and as messages beyond.
 	CMASlow bool
 }
 
@@ -199,12 +200,15 @@ type shared struct {
 // slots at once where messages go one after another. Measured with OSU
 // (docs/performance-host.md, session 10): 2 ranks, a core each (the GPU
 // machine and the 2-core machine): the segment won up to 16 KiB and was
-// level or behind from 32 KiB; since its copies are string moves
-// (internal/shm.Copy, session 13), to 64 KiB, and a reduce to 256 KiB
-// (the 2-core machine, 64 KiB: reduce 3.6-5.9 µs against 6.5-10.4 read
-// single copy or in halves, allreduce 7.7-10.7 against 10.5-14.7 as
+// level or behind from 32 KiB. Where a CMA read is dear (cmaSlow: the
+// 2-core machine, whose vector copies are slow across cores too) the
+// slots' string-move copies (internal/shm.Copy, session 13) won to 64
+// KiB, a reduce to 256 KiB (64 KiB: reduce 3.6-5.9 µs against 6.5-10.4
+// read single copy or in halves, allreduce 7.7-10.7 against 10.5-14.7 as
 // messages, bcast 4.6-5.3 against 5.3-5.9; 256 KiB: reduce 14-16
-// against 17-20, bcast 17-28 against 11-13). 4 ranks with a core each (the GPU machine,
+// against 17-20, bcast 17-28 against 11-13); on the GPU machine the same
+// lost to single copy (64 KiB bcast 7.5-8.4 against 3.8-4.0, allgather
+// 11-12 against 6.6-7.5, reduce 8.7-9.1 against 6.0-6.9). 4 ranks with a core each (the GPU machine,
 // 2 rounds against messages and Open MPI): bcast, reduce and allgather
 // won at every size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with
 // messages, 1 MiB 233-245 against 285-293; allgather 1 MiB 546-561
@@ -214,14 +218,16 @@ type shared struct {
 // cores (4 on the 2-core machine): won for every kind to 64 KiB (allreduce
 // 43-56 against 70-92 µs, allgather 40 against 73-77, alltoall 64 KiB
 // blocks 52 against 60 for Open MPI).
-func sharedAuto(k Kind, p int, oversubscribed bool) int {
+func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 	switch {
 	case oversubscribed:
 		return 256 << 10
-	case p <= 2 && k == Reduce:
+	case p <= 2 && cmaSlow && k == Reduce:
 		return 256 << 10
-	case p <= 2:
+	case p <= 2 && cmaSlow:
 		return 64 << 10
+	case p <= 2:
+		return 16 << 10
 	}
 	switch k {
 	case Allreduce:
@@ -299,7 +305,7 @@ func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots,
 func SharedAutoSlot(p int, oversubscribed bool) int {
 	n := 0
 	for k := range numKinds {
-		n = max(n, sharedAuto(k, p, oversubscribed))
+		n = max(n, sharedAuto(k, p, oversubscribed, true))
 	}
 	return n
 }
@@ -351,9 +357,9 @@ func (s *State) SetShared(sh Shared) error {
 		case sh.Auto && k == Bcast && sh.Slot > 0:
 			// A bcast the measured bound admits but the slot does not (a
 			// segment kept within its size limit) goes in pieces.
-			g.limit[k] = sharedAuto(k, p, sh.Oversubscribed)
+			g.limit[k] = sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow)
 		case sh.Auto:
-			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed))
+			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow))
 		default:
 			g.limit[k] = sh.Slot
 		}

@@ -252,18 +252,15 @@ func TestSharedCMAAuto(t *testing.T) {
 		wants []want
 	}{
 		{"2 ranks", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
-			{Bcast, 64 << 10, throughSlots}, {Bcast, 64<<10 + 1, singleCopy}, {Allgather, 64 << 10, throughSlots}, {Allgather, 1 << 30, singleCopy},
-			{Alltoall, 64<<10 + 1, asMessages},                                   // forced to pairwise
-			{Reduce, 256 << 10, throughSlots}, {Reduce, 256<<10 + 1, asMessages}, // single copy only to 64 KiB
-			{Allreduce, 64<<10 + 1, asMessages}, {Allreduce, 64 << 10, throughSlots},
-		}},
-		{"2 ranks, a 16 KiB slot", twoRanks{}, Shared{Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1}, []want{
+			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
+			{Alltoall, 16<<10 + 1, asMessages}, // forced to pairwise
 			{Reduce, 16<<10 + 1, singleCopy}, {Reduce, 64 << 10, singleCopy}, {Reduce, 64<<10 + 1, asMessages},
-			{Bcast, 16 << 10, throughSlots}, {Bcast, 16<<10 + 1, singleCopy},
+			{Allreduce, 16<<10 + 1, asMessages}, {Allreduce, 16 << 10, throughSlots},
 		}},
 		{"2 ranks, CMA dear", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}, []want{
 			{Reduce, 256 << 10, throughSlots}, {Reduce, 256<<10 + 1, singleCopy}, {Reduce, 1 << 30, singleCopy},
-			{Bcast, 64<<10 + 1, singleCopy}, {Allreduce, 64<<10 + 1, asMessages},
+			{Bcast, 64 << 10, throughSlots}, {Bcast, 64<<10 + 1, singleCopy}, {Allgather, 64 << 10, throughSlots},
+			{Allreduce, 64 << 10, throughSlots}, {Allreduce, 64<<10 + 1, asMessages},
 		}},
 		{"4 ranks", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages},
@@ -283,8 +280,8 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
 			{Allreduce, 256<<10 + 1, asMessages},
 		}},
-		{"no process ids", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 64<<10 + 1, asMessages}}},
-		{"CMAMin 0", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 64<<10 + 1, asMessages}}},
+		{"no process ids", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
+		{"CMAMin 0", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 100", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: 100}, []want{
 			{Bcast, 99, throughSlots}, {Bcast, 100, singleCopy}, {Allgather, 100, singleCopy},
 			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, singleCopy}, {Barrier, 0, throughSlots},
