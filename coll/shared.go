@@ -208,8 +208,9 @@ type shared struct {
 // messages, bcast 4.6-5.3 against 5.3-5.9; 256 KiB: reduce 14-16
 // against 17-20, bcast 17-28 against 11-13); on the GPU machine the same
 // lost to single copy (64 KiB bcast 7.5-8.4 against 3.8-4.0, allgather
-// 11-12 against 6.6-7.5, reduce 8.7-9.1 against 6.0-6.9). 4 ranks with a core each (the GPU machine,
-// 2 rounds against messages and Open MPI): bcast, reduce and allgather
+// 11-12 against 6.6-7.5, reduce 8.7-9.1 against 6.0-6.9). 4 ranks with
+// a core each (the GPU machine, 2 rounds against messages and Open MPI):
+// bcast, reduce and allgather
 // won at every size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with
 // messages, 1 MiB 233-245 against 285-293; allgather 1 MiB 546-561
 // against 715-731), allreduce to 64 KiB (31 against 39-42; level at 128
@@ -261,9 +262,9 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
 // machine (126 against 98): so to reduceSerialMax, and where a CMA read
 // is dear (cmaSlow: the 2-core machine) at every size, the two ranks
-// sharing the reads beyond reduceSerialMax (halfReduce; a non-commutative op's vector, which
-// the root then reads whole, goes as messages beyond reduceSerialMax:
-// sharedWayOp). Beyond 2 ranks the
+// sharing the reads beyond reduceSerialMax (halfReduce; a
+// non-commutative op's vector, which the root then reads whole, goes as
+// messages beyond reduceSerialMax: sharedWayOp). Beyond 2 ranks the
 // root would read every contribution itself (4 ranks, 1 MiB: 838 against
 // 256), where the binomial tree spreads the work. Allreduce (a
 // reduce-scatter and an allgather, each rank reading 2(p-1) blocks of n/p
