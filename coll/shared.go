@@ -256,7 +256,12 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 // MiB: 334-389 against 230-287 through the slots). With ranks
 // outnumbering cores (4 on 2), a rank whose buffer is read waits for
 // readers that may not be running: only bcast won (1 MiB 161-198 against
-// 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820). A
+// 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820); since
+// the waits know which ranks share a CPU and the copies are string moves
+// (session 13, 3-4 rounds), allreduce too (512 KiB 263-333 µs against
+// 348-435 as messages, 1 MiB 462-739 against 626-767), while reduce and
+// alltoall still lost (1 MiB 370-390 against 291-339, 760-894 against
+// 643-874) and allgather was level (785-904 against 870-1017). A
 // 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
 // (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
@@ -287,7 +292,7 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots, max int) {
 	switch {
 	case oversubscribed:
-		return k == Bcast, math.MaxInt, math.MaxInt
+		return k == Bcast || k == Allreduce, math.MaxInt, math.MaxInt
 	case p > 2 && k == Allreduce:
 		return true, 16 << 10, math.MaxInt
 	case p > 2:

@@ -278,7 +278,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		}},
 		{"4 ranks on 2 cores", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
 			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
-			{Allreduce, 256<<10 + 1, asMessages},
+			{Allreduce, 256<<10 + 1, singleCopy}, {Reduce, 256<<10 + 1, asMessages}, {Alltoall, 256<<10 + 1, asMessages},
 		}},
 		{"no process ids", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 0", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
