@@ -30,11 +30,48 @@ func vor(a, b *byte, n int)
 //go:noescape
 func vxor(a, b *byte, n int)
 
+// The AVX2 loops of vector_amd64.s, the same with 32-byte registers.
+
+//go:noescape
+func vaddB256(a, b *byte, n int)
+
+//go:noescape
+func vaddW256(a, b *byte, n int)
+
+//go:noescape
+func vaddL256(a, b *byte, n int)
+
+//go:noescape
+func vaddQ256(a, b *byte, n int)
+
+//go:noescape
+func vaddPS256(a, b *byte, n int)
+
+//go:noescape
+func vaddPD256(a, b *byte, n int)
+
+//go:noescape
+func vand256(a, b *byte, n int)
+
+//go:noescape
+func vor256(a, b *byte, n int)
+
+//go:noescape
+func vxor256(a, b *byte, n int)
+
+func cpuAVX2() bool
+
+// useAVX2 selects the AVX2 loops (the CPU and the OS support them).
+// BenchmarkVectorLoops on the development machine (AMD EPYC, session 13):
+// an int8 sum of 64 KiB 0.84 µs against 1.50 with SSE2 (float32 0.82
+// against 1.43); of 1 MiB, from memory, 23.0 against 27.6.
+var useAVX2 = cpuAVX2()
+
 // vectorBlock is the bytes one iteration of the loops handles.
 const vectorBlock = 32
 
 // vectorPrefix reduces the longest prefix of inout and in that is a whole
-// number of vectorBlock bytes with an SSE2 loop, when op on t has one, and
+// number of vectorBlock bytes with an SSE2 or AVX2 loop, when op on t has one, and
 // returns its length (0 when it has none). Integer sums wrap as Go's do;
 // float sums are the same IEEE additions, in the same order per element, as
 // the scalar loop's, so results are bit-identical. Go does not vectorise
@@ -45,39 +82,51 @@ func vectorPrefix(op Op, t Type, inout, in []byte) int {
 	if n == 0 {
 		return 0
 	}
-	var f func(a, b *byte, n int)
-	switch op {
-	case Sum, Avg:
-		switch t {
-		case Byte, Uint8, Int8:
-			f = vaddB
-		case Int16, Uint16:
-			f = vaddW
-		case Int32, Uint32:
-			f = vaddL
-		case Int64, Uint64:
-			f = vaddQ
-		case Float32:
-			f = vaddPS
-		case Float64:
-			f = vaddPD
-		}
-	case Band:
-		if t.IsInteger() {
-			f = vand
-		}
-	case Bor:
-		if t.IsInteger() {
-			f = vor
-		}
-	case Bxor:
-		if t.IsInteger() {
-			f = vxor
-		}
-	}
+	f := vectorLoop(op, t)
 	if f == nil {
 		return 0
 	}
 	f(&inout[0], &in[:n][0], n)
 	return n
+}
+
+// vectorLoop is the loop for op on t (nil: none), AVX2 where useAVX2.
+func vectorLoop(op Op, t Type) func(a, b *byte, n int) {
+	wide := useAVX2
+	pick := func(sse, avx2 func(a, b *byte, n int)) func(a, b *byte, n int) {
+		if wide {
+			return avx2
+		}
+		return sse
+	}
+	switch op {
+	case Sum, Avg:
+		switch t {
+		case Byte, Uint8, Int8:
+			return pick(vaddB, vaddB256)
+		case Int16, Uint16:
+			return pick(vaddW, vaddW256)
+		case Int32, Uint32:
+			return pick(vaddL, vaddL256)
+		case Int64, Uint64:
+			return pick(vaddQ, vaddQ256)
+		case Float32:
+			return pick(vaddPS, vaddPS256)
+		case Float64:
+			return pick(vaddPD, vaddPD256)
+		}
+	case Band:
+		if t.IsInteger() {
+			return pick(vand, vand256)
+		}
+	case Bor:
+		if t.IsInteger() {
+			return pick(vor, vor256)
+		}
+	case Bxor:
+		if t.IsInteger() {
+			return pick(vxor, vxor256)
+		}
+	}
+	return nil
 }

@@ -37,3 +37,66 @@ VLOOP(·vaddPD, ADDPD)
 VLOOP(·vand, PAND)
 VLOOP(·vor, POR)
 VLOOP(·vxor, PXOR)
+
+// The same with 32-byte AVX2 registers, one per operand per iteration (n a
+// multiple of 32), for CPUs that have AVX2 (useAVX2). VZEROUPPER at the end
+// spares the SSE code that follows the AVX-to-SSE transition penalty.
+#define VLOOP256(name, INSN) \
+TEXT name(SB), NOSPLIT, $0-24; \
+	MOVQ    a+0(FP), DI; \
+	MOVQ    b+8(FP), SI; \
+	MOVQ    n+16(FP), CX; \
+	SHRQ    $5, CX; \
+	JZ      done; \
+loop: \
+	VMOVDQU (DI), Y0; \
+	VMOVDQU (SI), Y1; \
+	INSN    Y1, Y0, Y0; \
+	VMOVDQU Y0, (DI); \
+	ADDQ    $32, DI; \
+	ADDQ    $32, SI; \
+	DECQ    CX; \
+	JNZ     loop; \
+	VZEROUPPER; \
+done: \
+	RET
+
+VLOOP256(·vaddB256, VPADDB)
+VLOOP256(·vaddW256, VPADDW)
+VLOOP256(·vaddL256, VPADDD)
+VLOOP256(·vaddQ256, VPADDQ)
+VLOOP256(·vaddPS256, VADDPS)
+VLOOP256(·vaddPD256, VADDPD)
+VLOOP256(·vand256, VPAND)
+VLOOP256(·vor256, VPOR)
+VLOOP256(·vxor256, VPXOR)
+
+// func cpuAVX2() bool: the CPU has AVX2 and the OS saves the YMM
+// registers (CPUID.1:ECX OSXSAVE and AVX, XCR0 bits 1 and 2,
+// CPUID.7.0:EBX bit 5).
+TEXT ·cpuAVX2(SB), NOSPLIT, $0-1
+	MOVL $0, AX
+	CPUID
+	CMPL AX, $7
+	JB   no
+	MOVL $1, AX
+	MOVL $0, CX
+	CPUID
+	ANDL $0x18000000, CX
+	CMPL CX, $0x18000000
+	JNE  no
+	MOVL $0, CX
+	XGETBV
+	ANDL $6, AX
+	CMPL AX, $6
+	JNE  no
+	MOVL $7, AX
+	MOVL $0, CX
+	CPUID
+	SHRL $5, BX
+	ANDL $1, BX
+	MOVB BX, ret+0(FP)
+	RET
+no:
+	MOVB $0, ret+0(FP)
+	RET
