@@ -1,5 +1,7 @@
 package dtype
 
+import "github.com/gompix/gompix/internal/cpuid"
+
 // The SSE2 loops of vector_amd64.s: a[i] ∘= b[i] over n bytes, n a
 // multiple of vectorBlock.
 
@@ -59,13 +61,11 @@ func vor256(a, b *byte, n int)
 //go:noescape
 func vxor256(a, b *byte, n int)
 
-func cpuAVX2() bool
-
 // useAVX2 selects the AVX2 loops (the CPU and the OS support them).
 // BenchmarkVectorLoops on the development machine (AMD EPYC, session 13):
 // an int8 sum of 64 KiB 0.84 µs against 1.50 with SSE2 (float32 0.82
 // against 1.43); of 1 MiB, from memory, 23.0 against 27.6.
-var useAVX2 = cpuAVX2()
+var useAVX2 = cpuid.AVX2()
 
 // vectorBlock is the bytes one iteration of the loops handles.
 const vectorBlock = 32

@@ -5,13 +5,18 @@
 // (GOAMD64=v1), so no feature check is needed. Each function has the Go
 // signature func(a, b *byte, n int) and leaves a = a ∘ b, a being inout.
 
+// VARGS loads a, b and the number of 32-byte blocks, and returns at
+// once when there are none.
+#define VARGS \
+	MOVQ a+0(FP), DI; \
+	MOVQ b+8(FP), SI; \
+	MOVQ n+16(FP), CX; \
+	SHRQ $5, CX; \
+	JZ   done
+
 #define VLOOP(name, INSN) \
 TEXT name(SB), NOSPLIT, $0-24; \
-	MOVQ  a+0(FP), DI; \
-	MOVQ  b+8(FP), SI; \
-	MOVQ  n+16(FP), CX; \
-	SHRQ  $5, CX; \
-	JZ    done; \
+	VARGS; \
 loop: \
 	MOVOU (DI), X0; \
 	MOVOU 16(DI), X1; \
@@ -43,11 +48,7 @@ VLOOP(·vxor, PXOR)
 // spares the SSE code that follows the AVX-to-SSE transition penalty.
 #define VLOOP256(name, INSN) \
 TEXT name(SB), NOSPLIT, $0-24; \
-	MOVQ    a+0(FP), DI; \
-	MOVQ    b+8(FP), SI; \
-	MOVQ    n+16(FP), CX; \
-	SHRQ    $5, CX; \
-	JZ      done; \
+	VARGS; \
 loop: \
 	VMOVDQU (DI), Y0; \
 	VMOVDQU (SI), Y1; \
@@ -70,33 +71,3 @@ VLOOP256(·vaddPD256, VADDPD)
 VLOOP256(·vand256, VPAND)
 VLOOP256(·vor256, VPOR)
 VLOOP256(·vxor256, VPXOR)
-
-// func cpuAVX2() bool: the CPU has AVX2 and the OS saves the YMM
-// registers (CPUID.1:ECX OSXSAVE and AVX, XCR0 bits 1 and 2,
-// CPUID.7.0:EBX bit 5).
-TEXT ·cpuAVX2(SB), NOSPLIT, $0-1
-	MOVL $0, AX
-	CPUID
-	CMPL AX, $7
-	JB   no
-	MOVL $1, AX
-	MOVL $0, CX
-	CPUID
-	ANDL $0x18000000, CX
-	CMPL CX, $0x18000000
-	JNE  no
-	MOVL $0, CX
-	XGETBV
-	ANDL $6, AX
-	CMPL AX, $6
-	JNE  no
-	MOVL $7, AX
-	MOVL $0, CX
-	CPUID
-	SHRL $5, BX
-	ANDL $1, BX
-	MOVB BX, ret+0(FP)
-	RET
-no:
-	MOVB $0, ret+0(FP)
-	RET

@@ -3,6 +3,8 @@ package dtype
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gompix/gompix/internal/cpuid"
 )
 
 // The SSE2 loops, which CPUs with AVX2 do not take, against the
@@ -18,7 +20,7 @@ func TestReduceEveryPairSSE(t *testing.T) {
 // the CPU has AVX2) on byte and float32 sums.
 func BenchmarkVectorLoops(b *testing.B) {
 	defer func(v bool) { useAVX2 = v }(useAVX2)
-	has := cpuAVX2()
+	has := cpuid.AVX2()
 	for _, n := range []int{64 << 10, 1 << 20} {
 		for _, t := range []Type{Int8, Float32} {
 			for _, wide := range []bool{false, true} {

@@ -16,8 +16,9 @@ const module = "github.com/gompix/gompix"
 // packages it may import. Longest matching key wins. internal/dtype,
 // internal/config and internal/spin are leaves every layer may use;
 // internal/lock and internal/cpubind are leaves package mpi uses,
-// internal/shm one that mpi, coll and pt2pt/ucx (its CMA probe) use (DESIGN.md §1: mpi ─>
-// internal/...).
+// internal/shm one that mpi, coll and pt2pt/ucx (its CMA probe) use;
+// internal/cpuid is the leaf below internal/dtype's and internal/shm's
+// hand-written loops (DESIGN.md §1: mpi ─> internal/...).
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
 	"cmd/gompix":       {"osu", "mpi", "launcher", "internal/", "coll", "pt2pt", "ucxbind", "kernels"},
@@ -39,11 +40,12 @@ var allowed = map[string][]string{
 	// ucxbind/internal/cstack is ucxbind's Go-assembly half (a cgo
 	// package cannot hold Go assembly); it imports nothing.
 	"ucxbind":          {"ucxbind/internal/"},
-	"internal/dtype":   {},
+	"internal/dtype":   {"internal/cpuid"},
 	"internal/config":  {},
 	"internal/spin":    {},
 	"internal/lock":    {},
-	"internal/shm":     {},
+	"internal/shm":     {"internal/cpuid"},
+	"internal/cpuid":   {},
 	"internal/cpubind": {},
 }
 

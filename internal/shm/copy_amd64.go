@@ -2,10 +2,14 @@
 
 package shm
 
-import "unsafe"
+import (
+	"unsafe"
 
-// fastStrings: the CPU has enhanced REP MOVSB (CPUID leaf 7, EBX bit 9).
-var fastStrings = cpuidERMS()
+	"github.com/gompix/gompix/internal/cpuid"
+)
+
+// fastStrings: the CPU has enhanced REP MOVSB.
+var fastStrings = cpuid.ERMS()
 
 // stringMove copies src to dst (the same length) with REP MOVSB and
 // reports true, or false where the CPU lacks fast string moves or the two
@@ -22,5 +26,3 @@ func stringMove(dst, src []byte) bool {
 
 //go:noescape
 func repMovsb(dst, src unsafe.Pointer, n uintptr)
-
-func cpuidERMS() bool
