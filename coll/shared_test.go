@@ -14,12 +14,12 @@ import (
 	"github.com/gompix/gompix/internal/dtype"
 )
 
-// withShared gives every rank's State of a colltest world the same
-// segment, where contributions of sharedCMAMin bytes or more of the
-// single-copy kinds are read straight from their owners. Beyond 2 ranks
-// the ranks are said to share two CPUs in turn, an odd count's last rank
-// bound to none (Shared.CPUs: the waits differ by peer).
-func withShared(seg []byte, slot, p int) func(*coll.State) error {
+// withShared is the segment configuration most tests use: contributions
+// of sharedCMAMin bytes or more of the single-copy kinds are read straight
+// from their owners. Beyond 2 ranks the ranks are said to share two CPUs
+// in turn, an odd count's last rank bound to none (Shared.CPUs: the waits
+// differ by peer).
+func withShared(slot, p int) func(seg []byte) coll.Shared {
 	var cpus []int
 	if p > 2 {
 		cpus = make([]int, p)
@@ -30,10 +30,24 @@ func withShared(seg []byte, slot, p int) func(*coll.State) error {
 			cpus[p-1] = -1
 		}
 	}
-	return func(s *coll.State) error {
-		return s.SetShared(coll.Shared{Mem: seg, Slot: slot, Oversubscribed: p > runtime.GOMAXPROCS(0),
-			Truncate: colltest.ErrTruncate, Pids: selfPids(p), CMAMin: sharedCMAMin, CPUs: cpus})
+	return func(seg []byte) coll.Shared {
+		return coll.Shared{Mem: seg, Slot: slot, Oversubscribed: p > runtime.GOMAXPROCS(0),
+			Truncate: colltest.ErrTruncate, Pids: selfPids(p), CMAMin: sharedCMAMin, CPUs: cpus}
 	}
+}
+
+// runShared runs body on every rank of w, each with a State of its own
+// given one segment of w's ranks and slot bytes per slot, configured by
+// share.
+func runShared(w *colltest.World, slot int, share func(seg []byte) coll.Shared, body func(s *coll.State, rk int) error) error {
+	seg := sharedMem(w.Size(), slot)
+	return w.Run(runTimeout, func(cm *colltest.Comm) error {
+		s := coll.NewState(cm, perRank(nil))
+		if err := s.SetShared(share(seg)); err != nil {
+			return err
+		}
+		return body(s, cm.Rank())
+	})
 }
 
 // sharedCMAMin is withShared's Shared.CMAMin: below TestSharedSequence's
@@ -76,15 +90,9 @@ func TestSharedSequence(t *testing.T) {
 					}
 				}
 			}
-			seg := sharedMem(p, slot)
 			w := colltest.NewWorld(p)
 			copied := coll.SingleCopyBytes()
-			err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-				rk := cm.Rank()
-				s := coll.NewState(cm, perRank(nil))
-				if err := withShared(seg, slot, p)(s); err != nil {
-					return err
-				}
+			err := runShared(w, slot, withShared(slot, p), func(s *coll.State, rk int) error {
 				for i, c := range cases {
 					time.Sleep(delays[rk][i])
 					b := &c.bufs[rk]
@@ -123,15 +131,9 @@ func TestSharedSequence(t *testing.T) {
 // segment keeps working for the calls after them.
 func TestSharedMismatch(t *testing.T) {
 	const p, slot = 3, 256
-	seg := sharedMem(p, slot)
 	w := colltest.NewWorld(p)
 	errs := make([][]error, p)
-	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-		rk := cm.Rank()
-		s := coll.NewState(cm, perRank(nil))
-		if err := withShared(seg, slot, p)(s); err != nil {
-			return err
-		}
+	err := runShared(w, slot, withShared(slot, p), func(s *coll.State, rk int) error {
 		count := func(root, other int) int {
 			if rk == 0 {
 				return root
@@ -202,18 +204,13 @@ func TestSharedMismatch(t *testing.T) {
 // needs rank 0's part, which only its wait in the segment can advance.
 func TestSharedProgress(t *testing.T) {
 	for _, p := range []int{2, 4, 5} {
-		seg := sharedMem(p, 64)
 		w := colltest.NewWorld(p)
-		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-			s := coll.NewState(cm, perRank(nil))
-			if err := withShared(seg, 64, p)(s); err != nil {
-				return err
-			}
+		err := runShared(w, 64, withShared(64, p), func(s *coll.State, rk int) error {
 			req, err := s.Ibarrier()
 			if err != nil {
 				return err
 			}
-			if cm.Rank() == 0 {
+			if rk == 0 {
 				if err := s.Barrier(); err != nil {
 					return err
 				}
@@ -244,17 +241,14 @@ func TestSharedBcastPieces(t *testing.T) {
 			for range 30 {
 				sizes = append(sizes, r.IntN(40*slot))
 			}
-			seg := sharedMem(p, slot)
 			w := colltest.NewWorld(p)
 			bufs := make([][][]byte, p)
 			errs := make([]error, p)
-			err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-				rk := cm.Rank()
-				s := coll.NewState(cm, perRank(nil))
-				if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Oversubscribed: p > runtime.GOMAXPROCS(0),
-					Truncate: colltest.ErrTruncate}); err != nil {
-					return err
-				}
+			share := func(seg []byte) coll.Shared {
+				return coll.Shared{Mem: seg, Slot: slot, Auto: true, Oversubscribed: p > runtime.GOMAXPROCS(0),
+					Truncate: colltest.ErrTruncate}
+			}
+			err := runShared(w, slot, share, func(s *coll.State, rk int) error {
 				for i, n := range sizes {
 					root := i % p
 					b := make([]byte, n)
@@ -329,15 +323,8 @@ func TestSharedHalfReduce(t *testing.T) {
 			}
 		}
 	}
-	seg := sharedMem(p, slot)
-	w := colltest.NewWorld(p)
 	copied := coll.SingleCopyBytes()
-	err := w.Run(runTimeout, func(cm *colltest.Comm) error {
-		rk := cm.Rank()
-		s := coll.NewState(cm, perRank(nil))
-		if err := s.SetShared(cmaDear(seg, slot, selfPids(p))); err != nil {
-			return err
-		}
+	err := runShared(colltest.NewWorld(p), slot, cmaDear(slot, selfPids(p)), func(s *coll.State, rk int) error {
 		for i, c := range cases {
 			if err := c.block(s, rk, &c.bufs[rk]); err != nil {
 				return fmt.Errorf("call %d %s: %w", i, c.desc, err)
@@ -375,15 +362,9 @@ func TestSharedHalfBcast(t *testing.T) {
 	const p, slot = 2, 512
 	r := rand.New(rand.NewPCG(2, 13))
 	sizes := []int{slot + 1, 4096, 64<<10 - 1, 64 << 10, 64<<10 + 1, 1<<20 + 3, r.IntN(1 << 21)}
-	seg := sharedMem(p, slot)
 	bufs := make([][][]byte, p)
 	copied := coll.SingleCopyBytes()
-	err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
-		rk := cm.Rank()
-		s := coll.NewState(cm, perRank(nil))
-		if err := s.SetShared(cmaDear(seg, slot, selfPids(p))); err != nil {
-			return err
-		}
+	err := runShared(colltest.NewWorld(p), slot, cmaDear(slot, selfPids(p)), func(s *coll.State, rk int) error {
 		for i, n := range sizes {
 			root := i % p
 			b := make([]byte, n+2) // a guard byte each side
@@ -430,8 +411,10 @@ func TestSharedHalfBcast(t *testing.T) {
 
 // cmaDear is a segment with the default ways where ranks read each other
 // through pids and a CMA read is dear (the halves).
-func cmaDear(seg []byte, slot int, pids []int) coll.Shared {
-	return coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate, Pids: pids, CMAMin: -1, CMASlow: true}
+func cmaDear(slot int, pids []int) func(seg []byte) coll.Shared {
+	return func(seg []byte) coll.Shared {
+		return coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate, Pids: pids, CMAMin: -1, CMASlow: true}
+	}
 }
 
 // unreachableRank0 runs call on 2 ranks sharing a segment (slot bytes per
@@ -442,14 +425,8 @@ func unreachableRank0(t *testing.T, slot int, call func(s *coll.State, root int)
 	t.Helper()
 	var errs [2][]error
 	for root := range 2 {
-		seg := sharedMem(2, slot)
 		errs[root] = make([]error, 2)
-		err := colltest.NewWorld(2).Run(runTimeout, func(cm *colltest.Comm) error {
-			rk := cm.Rank()
-			s := coll.NewState(cm, perRank(nil))
-			if err := s.SetShared(cmaDear(seg, slot, []int{1<<22 + 17, selfPids(1)[0]})); err != nil {
-				return err
-			}
+		err := runShared(colltest.NewWorld(2), slot, cmaDear(slot, []int{1<<22 + 17, selfPids(1)[0]}), func(s *coll.State, rk int) error {
 			errs[root][rk] = call(s, root)
 			return nil
 		})
@@ -474,16 +451,13 @@ func TestSharedWriteFailure(t *testing.T) {
 		"allgather": func(s *coll.State) error { return s.Allgather(make([]byte, n), make([]byte, p*n), n, dtype.Byte) },
 		"alltoall":  func(s *coll.State) error { return s.Alltoall(make([]byte, p*n), make([]byte, p*n), n, dtype.Byte) },
 	} {
-		seg := sharedMem(p, slot)
 		errs := make([]error, p)
-		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
-			rk := cm.Rank()
-			s := coll.NewState(cm, perRank(nil))
-			self := selfPids(1)[0]
-			if err := s.SetShared(coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
-				Pids: []int{1<<22 + 17, self, self}, CMAMin: -1}); err != nil {
-				return err
-			}
+		self := selfPids(1)[0]
+		share := func(seg []byte) coll.Shared {
+			return coll.Shared{Mem: seg, Slot: slot, Auto: true, Truncate: colltest.ErrTruncate,
+				Pids: []int{1<<22 + 17, self, self}, CMAMin: -1}
+		}
+		err := runShared(colltest.NewWorld(p), slot, share, func(s *coll.State, rk int) error {
 			errs[rk] = call(s)
 			return nil
 		})
@@ -506,12 +480,12 @@ func TestSharedWriteFailure(t *testing.T) {
 func TestSharedReduceRelease(t *testing.T) {
 	const slot, nb, calls = 512, 48 << 10, 40
 	for _, sh := range []struct {
-		p   int
-		cfg func(seg []byte, pids []int) coll.Shared
+		p     int
+		share func(seg []byte) coll.Shared
 	}{
-		{2, func(seg []byte, pids []int) coll.Shared { return cmaDear(seg, slot, pids) }},
-		{3, func(seg []byte, pids []int) coll.Shared {
-			return coll.Shared{Mem: seg, Slot: slot, Truncate: colltest.ErrTruncate, Pids: pids, CMAMin: 1}
+		{2, cmaDear(slot, selfPids(2))},
+		{3, func(seg []byte) coll.Shared {
+			return coll.Shared{Mem: seg, Slot: slot, Truncate: colltest.ErrTruncate, Pids: selfPids(3), CMAMin: 1}
 		}},
 	} {
 		p := sh.p
@@ -521,14 +495,8 @@ func TestSharedReduceRelease(t *testing.T) {
 				want[i] += byte(q + 1 + i)
 			}
 		}
-		seg := sharedMem(p, slot)
 		copied := coll.SingleCopyBytes()
-		err := colltest.NewWorld(p).Run(runTimeout, func(cm *colltest.Comm) error {
-			rk := cm.Rank()
-			s := coll.NewState(cm, perRank(nil))
-			if err := s.SetShared(sh.cfg(seg, selfPids(p))); err != nil {
-				return err
-			}
+		err := runShared(colltest.NewWorld(p), slot, sh.share, func(s *coll.State, rk int) error {
 			send, recv := make([]byte, nb), make([]byte, nb)
 			for i := range calls {
 				root := i % p

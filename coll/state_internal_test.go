@@ -183,9 +183,8 @@ func TestSharedAutoLimits(t *testing.T) {
 	}
 	s := NewState(fourRanks{}, &Options{Lookup: lookup})
 	slot := SharedAutoSlot(4, false)
-	mem := make([]byte, SharedSize(4, slot)+64)
-	off := (64 - int(uintptr(unsafe.Pointer(&mem[0]))%64)) % 64
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: slot, Auto: true}); err != nil {
+	mem := alignedSegment(SharedSize(4, slot))
+	if err := s.SetShared(Shared{Mem: mem, Slot: slot, Auto: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.sync = true
@@ -210,7 +209,7 @@ func TestSharedAutoLimits(t *testing.T) {
 	}
 	// Not forced: allreduce by its measured bound.
 	s = NewState(fourRanks{}, &Options{Lookup: func(string) (string, bool) { return "", false }})
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: slot, Auto: true}); err != nil {
+	if err := s.SetShared(Shared{Mem: mem, Slot: slot, Auto: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.sync = true
@@ -238,8 +237,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		}
 		return "", false
 	}
-	mem := make([]byte, SharedSize(4, 1<<20)+64)
-	off := (64 - int(uintptr(unsafe.Pointer(&mem[0]))%64)) % 64
+	mem := alignedSegment(SharedSize(4, 1<<20))
 	type want struct {
 		k    Kind
 		w    int
@@ -288,7 +286,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		}},
 	} {
 		s := NewState(tc.c, &Options{Lookup: lookup})
-		tc.sh.Mem = mem[off:]
+		tc.sh.Mem = mem
 		if err := s.SetShared(tc.sh); err != nil {
 			t.Fatal(err)
 		}
@@ -300,13 +298,13 @@ func TestSharedCMAAuto(t *testing.T) {
 		}
 	}
 	s := NewState(twoRanks{}, nil)
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 64, Pids: []int{1}}); err == nil {
+	if err := s.SetShared(Shared{Mem: mem, Slot: 64, Pids: []int{1}}); err == nil {
 		t.Error("one process id for two ranks accepted")
 	}
 	// A non-commutative user operation keeps its whole vector: no
 	// single-copy allreduce (which cuts it in blocks).
 	s = NewState(fourRanks{}, nil)
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}); err != nil {
+	if err := s.SetShared(Shared{Mem: mem, Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}); err != nil {
 		t.Fatal(err)
 	}
 	s.sync = true
@@ -327,7 +325,7 @@ func TestSharedCMAAuto(t *testing.T) {
 	// Nor a 2-rank reduce beyond reduceSerialMax (which cuts it in two); the
 	// root reads and folds a shorter one whole.
 	s = NewState(twoRanks{}, nil)
-	if err := s.SetShared(Shared{Mem: mem[off:], Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}); err != nil {
+	if err := s.SetShared(Shared{Mem: mem, Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.sync = true
@@ -351,8 +349,7 @@ func TestSharedCMAAuto(t *testing.T) {
 // CPUs are unknown.
 func TestSharedPatience(t *testing.T) {
 	const slot = 64
-	mem := make([]byte, SharedSize(4, slot)+sharedLine)
-	mem = mem[int(-uintptr(unsafe.Pointer(&mem[0]))&(sharedLine-1)):]
+	mem := alignedSegment(SharedSize(4, slot))
 	newShared := func(cpus []int) *shared {
 		t.Helper()
 		clear(mem)
@@ -402,4 +399,12 @@ func TestSharedPatience(t *testing.T) {
 	if err := NewState(fourRanks{}, nil).SetShared(Shared{Mem: mem, Slot: slot, CPUs: []int{0, 1}}); err == nil || !strings.Contains(err.Error(), "2 CPUs for 4 ranks") {
 		t.Errorf("SetShared with 2 CPUs for 4 ranks: %v", err)
 	}
+}
+
+// alignedSegment is n zero bytes on a cache line, as SetShared wants a
+// segment.
+func alignedSegment(n int) []byte {
+	b := make([]byte, n+sharedLine)
+	off := int(-uintptr(unsafe.Pointer(&b[0])) & (sharedLine - 1))
+	return b[off : off+n]
 }
