@@ -92,41 +92,46 @@ func vectorPrefix(op Op, t Type, inout, in []byte) int {
 
 // vectorLoop is the loop for op on t (nil: none), AVX2 where useAVX2.
 func vectorLoop(op Op, t Type) func(a, b *byte, n int) {
-	wide := useAVX2
-	pick := func(sse, avx2 func(a, b *byte, n int)) func(a, b *byte, n int) {
-		if wide {
-			return avx2
-		}
-		return sse
+	l := vectorLoops(op, t)
+	if useAVX2 {
+		return l.avx2
 	}
+	return l.sse2
+}
+
+// loopPair is one operation's loop in both widths.
+type loopPair struct{ sse2, avx2 func(a, b *byte, n int) }
+
+// vectorLoops is op on t's pair of loops (zero: none).
+func vectorLoops(op Op, t Type) loopPair {
 	switch op {
 	case Sum, Avg:
 		switch t {
 		case Byte, Uint8, Int8:
-			return pick(vaddB, vaddB256)
+			return loopPair{vaddB, vaddB256}
 		case Int16, Uint16:
-			return pick(vaddW, vaddW256)
+			return loopPair{vaddW, vaddW256}
 		case Int32, Uint32:
-			return pick(vaddL, vaddL256)
+			return loopPair{vaddL, vaddL256}
 		case Int64, Uint64:
-			return pick(vaddQ, vaddQ256)
+			return loopPair{vaddQ, vaddQ256}
 		case Float32:
-			return pick(vaddPS, vaddPS256)
+			return loopPair{vaddPS, vaddPS256}
 		case Float64:
-			return pick(vaddPD, vaddPD256)
+			return loopPair{vaddPD, vaddPD256}
 		}
 	case Band:
 		if t.IsInteger() {
-			return pick(vand, vand256)
+			return loopPair{vand, vand256}
 		}
 	case Bor:
 		if t.IsInteger() {
-			return pick(vor, vor256)
+			return loopPair{vor, vor256}
 		}
 	case Bxor:
 		if t.IsInteger() {
-			return pick(vxor, vxor256)
+			return loopPair{vxor, vxor256}
 		}
 	}
-	return nil
+	return loopPair{}
 }
