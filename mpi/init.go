@@ -158,6 +158,17 @@ func start() (*state, error) {
 		case bind == "auto":
 			bindCrowdedRank(env.LocalRank)
 		}
+		// The world's shared-memory segment is made here, not at its first
+		// collective: the set-up's exchanges and waits put the Go runtime's
+		// monitor thread back to waking every 20 µs, and the settle below
+		// must come after them (settleScheduler).
+		if err := s.world.prepareShared(); err != nil {
+			s.engine.Close()
+			if s.client != nil {
+				s.client.Close()
+			}
+			return nil, err
+		}
 		settleScheduler(settle)
 	}
 	return s, nil

@@ -50,8 +50,20 @@ func shmSlot(p int) (slot int, auto bool, err error) {
 // gives its core away early.
 var nodeOversubscribed bool
 
-// setupShared makes c's segment. It runs at c's first blocking collective,
-// which is the same call on every rank (MPI orders a communicator's
+// prepareShared makes c's segment now, where every rank calls it at the
+// same point (Init, for the world), instead of at c's first blocking
+// collective.
+func (c *Comm) prepareShared() error {
+	c.collMu.Lock()
+	defer c.collMu.Unlock()
+	if c.coll.sharedTried {
+		return nil
+	}
+	return c.setupShared(c.engine())
+}
+
+// setupShared makes c's segment. It runs at c's first blocking collective
+// (the world's in Init: prepareShared), which is the same call on every rank (MPI orders a communicator's
 // collectives alike everywhere, and a blocking one matches only a blocking
 // one), before that call and with c.collMu held: rank 0 creates the
 // segment and sends its name to every rank (each sending its process id

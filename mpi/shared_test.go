@@ -237,3 +237,42 @@ func TestRecordCPUs(t *testing.T) {
 		t.Fatalf("recordCPUs: %v, want %v", got, want)
 	}
 }
+
+func init() { scenarios["shared-at-init"] = sharedAtInit }
+
+// sharedAtInit: Init has set up the world's segment before the program's
+// first collective (so that Init's settle comes after the set-up's waits),
+// and the collectives then use it. With GOMPIX_SHM_MAX=0 the set-up has
+// run and made no segment.
+func sharedAtInit(w *Comm) error {
+	w.collMu.Lock()
+	tried, seg := w.coll.sharedTried, w.coll.shared
+	w.collMu.Unlock()
+	if !tried {
+		return fmt.Errorf("the world's shared-memory set-up has not run by the end of Init")
+	}
+	if want := os.Getenv("GOMPIX_SHM_MAX") != "0"; (seg != nil) != want {
+		return fmt.Errorf("segment after Init: %v, want one: %v", seg != nil, want)
+	}
+	send, recv := []int32{int32(w.Rank() + 1)}, []int32{0}
+	if err := w.Allreduce(Slice(send), Slice(recv), Sum); err != nil {
+		return err
+	}
+	if want := int32(w.Size() * (w.Size() + 1) / 2); recv[0] != want {
+		return fmt.Errorf("allreduce: %d, want %d", recv[0], want)
+	}
+	return nil
+}
+
+// TestSharedAtInit runs sharedAtInit on 2 real processes, with the
+// segment and without.
+func TestSharedAtInit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process runs skipped in -short mode")
+	}
+	for _, max := range []string{"-1", "0"} {
+		t.Run("GOMPIX_SHM_MAX="+max, func(t *testing.T) {
+			runJobEnv(t, []string{"GOMPIX_SHM_MAX=" + max}, "shared-at-init", 2)
+		})
+	}
+}
