@@ -49,7 +49,9 @@ var (
 )
 
 // Init starts MPI: under gompirun it joins the job through the launcher's
-// wire-up store; started directly, the process is a world of one rank.
+// wire-up store and, where the job has more than one rank, makes the world
+// communicator's shared-memory segment; started directly, the process is a
+// world of one rank.
 // Calling Init twice, or after Finalize, is an error.
 func Init() error {
 	initMu.Lock()

@@ -63,11 +63,12 @@ func (c *Comm) prepareShared() error {
 }
 
 // setupShared makes c's segment. It runs at c's first blocking collective
-// (the world's in Init: prepareShared), which is the same call on every rank (MPI orders a communicator's
-// collectives alike everywhere, and a blocking one matches only a blocking
-// one), before that call and with c.collMu held: rank 0 creates the
-// segment and sends its name to every rank (each sending its process id
-// and the address of a probe word beside it), every rank maps it and
+// (the world's in Init: prepareShared), which is the same call on every
+// rank (MPI orders a communicator's collectives alike everywhere, and a
+// blocking one matches only a blocking one), before that call and with
+// c.collMu held: rank 0 creates the segment and sends its name to every
+// rank (each sending its process id and the address of a probe word
+// beside it), every rank maps it and
 // reads its peers' probes (cmaPeers) and times a CMA read (shm.CMASlow),
 // every rank learns which CPU each is bound to (recordCPUs),
 // all agree on whether every rank did both and found CMA dear
