@@ -63,20 +63,18 @@ func (c *Comm) prepareShared() error {
 }
 
 // setupShared makes c's segment. It runs at c's first blocking collective
-// (the world's in Init: prepareShared), which is the same call on every
-// rank (MPI orders a communicator's collectives alike everywhere, and a
-// blocking one matches only a blocking one), before that call and with
-// c.collMu held: rank 0 creates the segment and sends its name to every
-// rank (each sending its process id and the address of a probe word
-// beside it), every rank maps it and
-// reads its peers' probes (cmaPeers) and times a CMA read (shm.CMASlow),
-// every rank learns which CPU each is bound to (recordCPUs),
+// (the world's in Init: prepareShared), which is the same call on every rank
+// (MPI orders a communicator's collectives alike everywhere, and a blocking
+// one matches only a blocking one), before that call and with c.collMu held:
+// rank 0 creates the segment and sends its name to every rank (each sending
+// its process id and the address of a probe word beside it), every rank maps
+// it and reads its peers' probes (cmaPeers) and times a CMA read
+// (shm.CMASlow), every rank learns which CPU each is bound to (recordCPUs),
 // all agree on whether every rank did both and found CMA dear
-// (coll.SetupAllgather and SetupAgreeEach, on a reserved tag),
-// and rank 0 removes the name
-// (the memory lives until the last rank unmaps it or exits). A rank that
-// cannot map it makes the whole communicator go without, with no error:
-// its collectives run as messages.
+// (coll.SetupAllgather and SetupAgreeEach, on a reserved tag), and rank 0
+// removes the name (the memory lives until the last rank unmaps it or
+// exits). A rank that cannot map it makes the whole communicator go without,
+// with no error: its collectives run as messages.
 func (c *Comm) setupShared(st *coll.State) error {
 	c.coll.sharedTried = true
 	p := c.Size()
