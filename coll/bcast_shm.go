@@ -82,9 +82,9 @@ const halfBcastMin = 64 << 10
 // half into it (process_vm_writev, shared.push), one CMA call on each
 // side at once (a call costs some µs on top of its copy on the 2-core
 // machine). Each waits for the other to finish; the root reports a failed
-// write in its slot (markFailed). Session 12, 2-core machine in its slow state: 256
-// KiB 8.6-11 µs against 12-14 read by the other alone, 1 MiB 24-34
-// against 49-69 (Open MPI ob1 11-18 and 47-63).
+// write in its slot (markFailed). Session 12, 2-core machine in its slow
+// state: 256 KiB 8.6-11 µs against 12-14 read by the other alone, 1 MiB
+// 24-34 against 49-69 (Open MPI ob1 11-18 and 47-63).
 func (s *State) halfBcast(buf []byte, nb int, root int, d uint64) error {
 	g := s.sh
 	n := g.begin()

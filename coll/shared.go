@@ -194,31 +194,29 @@ type shared struct {
 }
 
 // sharedAuto is the largest slot contribution of kind k that runs in the
-// segment by default (Shared.Auto) on p ranks. The segment costs a copy
-// in and a copy out where the transport's rendezvous copies once (CMA),
-// but saves its handshakes, and every rank reads the root's or its peers'
-// slots at once where messages go one after another. Measured with OSU
+// segment by default (Shared.Auto) on p ranks. The segment costs a copy in
+// and a copy out where the transport's rendezvous copies once (CMA), but
+// saves its handshakes, and every rank reads the root's or its peers' slots
+// at once where messages go one after another. Measured with OSU
 // (docs/performance-host.md, session 10): 2 ranks, a core each (the GPU
 // machine and the 2-core machine): the segment won up to 16 KiB and was
-// level or behind from 32 KiB. Where a CMA read is dear (cmaSlow: the
-// 2-core machine, whose vector copies are slow across cores too) the
-// slots' string-move copies (internal/shm.Copy, session 13) won to 64
-// KiB, a reduce to 256 KiB (64 KiB: reduce 3.6-5.9 µs against 6.5-10.4
-// read single copy or in halves, allreduce 7.7-10.7 against 10.5-14.7 as
-// messages, bcast 4.6-5.3 against 5.3-5.9; 256 KiB: reduce 14-16
-// against 17-20, bcast 17-28 against 11-13); on the GPU machine the same
-// lost to single copy (64 KiB bcast 7.5-8.4 against 3.8-4.0, allgather
-// 11-12 against 6.6-7.5, reduce 8.7-9.1 against 6.0-6.9). 4 ranks with
-// a core each (the GPU machine, 2 rounds against messages and Open MPI):
-// bcast, reduce and allgather
-// won at every size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with
-// messages, 1 MiB 233-245 against 285-293; allgather 1 MiB 546-561
-// against 715-731), allreduce to 64 KiB (31 against 39-42; level at 128
-// KiB, behind above: each rank reads and reduces every contribution),
-// alltoall to 16 KiB blocks (10-12 against 17-18). Ranks outnumbering
-// cores (4 on the 2-core machine): won for every kind to 64 KiB (allreduce
-// 43-56 against 70-92 µs, allgather 40 against 73-77, alltoall 64 KiB
-// blocks 52 against 60 for Open MPI).
+// level or behind from 32 KiB. Where a CMA read is dear (cmaSlow: the 2-core
+// machine, whose vector copies are slow across cores too) the slots'
+// string-move copies (internal/shm.Copy, session 13) won to 64 KiB, a reduce
+// to 256 KiB (64 KiB: reduce 3.6-5.9 µs against 6.5-10.4 read single copy or
+// in halves, allreduce 7.7-10.7 against 10.5-14.7 as messages, bcast 4.6-5.3
+// against 5.3-5.9; 256 KiB: reduce 14-16 against 17-20, bcast 17-28 against
+// 11-13); on the GPU machine the same lost to single copy (64 KiB bcast
+// 7.5-8.4 against 3.8-4.0, allgather 11-12 against 6.6-7.5, reduce 8.7-9.1
+// against 6.0-6.9). 4 ranks with a core each (the GPU machine, 2 rounds
+// against messages and Open MPI): bcast, reduce and allgather won at every
+// size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with messages, 1 MiB
+// 233-245 against 285-293; allgather 1 MiB 546-561 against 715-731),
+// allreduce to 64 KiB (31 against 39-42; level at 128 KiB, behind above:
+// each rank reads and reduces every contribution), alltoall to 16 KiB blocks
+// (10-12 against 17-18). Ranks outnumbering cores (4 on the 2-core machine):
+// won for every kind to 64 KiB (allreduce 43-56 against 70-92 µs, allgather
+// 40 against 73-77, alltoall 64 KiB blocks 52 against 60 for Open MPI).
 func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 	switch {
 	case oversubscribed:

@@ -67,10 +67,7 @@ func Init() error {
 		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
 	}
 	if s.stopProfile, err = startProfile(s.env.Rank); err != nil {
-		s.engine.Close()
-		if s.client != nil {
-			s.client.Close()
-		}
+		_ = s.close()
 		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
 	}
 	cur = s
@@ -165,10 +162,7 @@ func start() (*state, error) {
 		// monitor thread back to waking every 20 µs, and the settle below
 		// must come after them (settleScheduler).
 		if err := s.world.prepareShared(); err != nil {
-			s.engine.Close()
-			if s.client != nil {
-				s.client.Close()
-			}
+			_ = s.close()
 			return nil, err
 		}
 		settleScheduler(settle)
@@ -230,6 +224,16 @@ func Finalize() error {
 	s := cur
 	cur = nil
 	finalized = true
+	if err := s.close(); err != nil {
+		return &pt2pt.OpError{Op: "finalize", Class: ErrOther, Err: err}
+	}
+	return nil
+}
+
+// close releases what start made, in order: the transport (through the
+// engine), the profile, the launcher connection; it returns the first
+// error. Finalize ends with it, and Init where it fails after start.
+func (s *state) close() error {
 	err := s.engine.Close()
 	if s.stopProfile != nil {
 		if perr := s.stopProfile(); err == nil {
@@ -241,10 +245,7 @@ func Finalize() error {
 			err = cerr
 		}
 	}
-	if err != nil {
-		return &pt2pt.OpError{Op: "finalize", Class: ErrOther, Err: err}
-	}
-	return nil
+	return err
 }
 
 // Initialized reports whether Init has been called and Finalize has not.

@@ -94,7 +94,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	// process id, the address of a probe word its peers read to check
 	// that they may read its memory (single copy), and the CPU it is bound
 	// to where ranks share CPUs (crowdedCPU).
-	var rec [shmNameBytes + 24]byte
+	var rec [recBytes]byte
 	var seg *shm.Segment
 	if c.Rank() == 0 {
 		if seg, err = shm.Create(fmt.Sprintf("gompix-%d", os.Getpid()), size); err == nil && len(seg.Name()) < shmNameBytes {
@@ -109,8 +109,8 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	probe := new(uint64)
 	*probe = cmaProbe(os.Getpid())
-	binary.LittleEndian.PutUint64(rec[shmNameBytes:], uint64(os.Getpid()))
-	binary.LittleEndian.PutUint64(rec[shmNameBytes+8:], uint64(uintptr(unsafe.Pointer(probe))))
+	binary.LittleEndian.PutUint64(rec[recPid:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(rec[recProbe:], uint64(uintptr(unsafe.Pointer(probe))))
 	putRecordCPU(rec[:], crowdedCPU)
 	cm, tag := collComm{c.pc}, st.ReserveTag()
 	recs, err := coll.SetupAllgather(cm, rec[:], tag)
@@ -160,7 +160,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 
 // putRecordCPU writes cpu (-1: not bound to one) into a set-up record.
 func putRecordCPU(rec []byte, cpu int) {
-	binary.LittleEndian.PutUint64(rec[shmNameBytes+16:], uint64(int64(cpu)))
+	binary.LittleEndian.PutUint64(rec[recCPU:], uint64(int64(cpu)))
 }
 
 // recordCPUs is the CPU every rank is bound to, from the set-up records
@@ -168,13 +168,23 @@ func putRecordCPU(rec []byte, cpu int) {
 func recordCPUs(recs [][]byte) []int {
 	cpus := make([]int, len(recs))
 	for q, rec := range recs {
-		cpus[q] = int(int64(binary.LittleEndian.Uint64(rec[shmNameBytes+16:])))
+		cpus[q] = int(int64(binary.LittleEndian.Uint64(rec[recCPU:])))
 	}
 	return cpus
 }
 
 // shmNameBytes bounds a segment's file name in the set-up exchange.
 const shmNameBytes = 256
+
+// A rank's set-up record (setupShared): the segment's name (rank 0's is
+// the one), then three 64-bit words: the process id, the address of the
+// probe word (cmaPeers), the CPU (putRecordCPU).
+const (
+	recPid   = shmNameBytes
+	recProbe = recPid + 8
+	recCPU   = recProbe + 8
+	recBytes = recCPU + 8
+)
 
 // cmaProbe is the value of a process's probe word: a peer that reads it
 // from pid's memory knows it read the right process at the right place.
@@ -188,11 +198,11 @@ func cmaPeers(recs [][]byte, me int) []int {
 	pids := make([]int, len(recs))
 	var word [8]byte
 	for q, rec := range recs {
-		pids[q] = int(binary.LittleEndian.Uint64(rec[shmNameBytes:]))
+		pids[q] = int(binary.LittleEndian.Uint64(rec[recPid:]))
 		if q == me {
 			continue
 		}
-		addr := uintptr(binary.LittleEndian.Uint64(rec[shmNameBytes+8:]))
+		addr := uintptr(binary.LittleEndian.Uint64(rec[recProbe:]))
 		if shm.ReadFrom(pids[q], word[:], addr) != nil || binary.LittleEndian.Uint64(word[:]) != cmaProbe(pids[q]) {
 			return nil
 		}

@@ -201,9 +201,9 @@ func TestCMAPeers(t *testing.T) {
 	probe := new(uint64)
 	*probe = cmaProbe(os.Getpid())
 	rec := func(pid int, addr uintptr) []byte {
-		b := make([]byte, shmNameBytes+16)
-		binary.LittleEndian.PutUint64(b[shmNameBytes:], uint64(pid))
-		binary.LittleEndian.PutUint64(b[shmNameBytes+8:], uint64(addr))
+		b := make([]byte, recBytes)
+		binary.LittleEndian.PutUint64(b[recPid:], uint64(pid))
+		binary.LittleEndian.PutUint64(b[recProbe:], uint64(addr))
 		return b
 	}
 	me := os.Getpid()
@@ -230,7 +230,7 @@ func TestRecordCPUs(t *testing.T) {
 	want := []int{3, -1, 0}
 	recs := make([][]byte, len(want))
 	for q, cpu := range want {
-		recs[q] = make([]byte, shmNameBytes+24)
+		recs[q] = make([]byte, recBytes)
 		putRecordCPU(recs[q], cpu)
 	}
 	if got := recordCPUs(recs); !slices.Equal(got, want) {

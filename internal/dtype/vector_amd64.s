@@ -1,9 +1,11 @@
 #include "textflag.h"
 
-// Element-wise a[i] ∘= b[i] over n bytes (n a multiple of 32), 16-byte SSE2
-// registers, two per iteration. SSE2 is part of every amd64 CPU Go runs on
-// (GOAMD64=v1), so no feature check is needed. Each function has the Go
-// signature func(a, b *byte, n int) and leaves a = a ∘ b, a being inout.
+// Element-wise a[i] ∘= b[i] over n bytes (n a multiple of 32): 16-byte SSE2
+// registers, two per iteration, which every amd64 CPU Go runs on has
+// (GOAMD64=v1); and below, the same with one 32-byte AVX2 register, used only
+// where the CPU and the OS support it (useAVX2, internal/cpuid). Each
+// function has the Go signature func(a, b *byte, n int) and leaves
+// a = a ∘ b, a being inout.
 
 // VARGS loads a, b and the number of 32-byte blocks, and returns at
 // once when there are none.
