@@ -191,6 +191,10 @@ type shared struct {
 	// others' CPU known too where placed[q]; nil where this rank's CPU is
 	// unknown.
 	mates, placed []bool
+	// bulk: this call's peers write into this rank's buffers (offer2), so
+	// its waits are for kernel copies of long data; they do not take the
+	// long spin (patience). Reset by begin.
+	bulk bool
 }
 
 // sharedAuto is the largest slot contribution of kind k that runs in the
@@ -259,7 +263,16 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 // (session 13, 3-4 rounds), allreduce too (512 KiB 263-333 µs against
 // 348-435 as messages, 1 MiB 462-739 against 626-767), while reduce and
 // alltoall still lost (1 MiB 370-390 against 291-339, 760-894 against
-// 643-874) and allgather was level (785-904 against 870-1017). A
+// 643-874) and allgather was level (785-904 against 870-1017). Those two
+// write into their peers' buffers, and a rank waiting for such a peer on
+// another CPU spun long for it while its own CPU's other rank still had
+// writes to make; without that spin (shared.bulk, session 15, 4 rounds
+// beside the same runs' messages and Open MPI over UCX) alltoall won
+// from 512 KiB send buffers (128 KiB blocks 84 µs against 114 as
+// messages and 99 for Open MPI; 1 MiB blocks 487 against 720 and 617;
+// 4 MiB 3733 against 4278 and 4351) and allgather from 512 KiB (277
+// against 299 and 446; 1 MiB 487 against 730 and 901), while through
+// the slots stays ahead below (alltoall 64 KiB blocks 35 against 57). A
 // 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
 // (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
 // messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
@@ -290,7 +303,7 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots, max int) {
 	switch {
 	case oversubscribed:
-		return k == Bcast || k == Allreduce, math.MaxInt, math.MaxInt
+		return k == Bcast || k == Allreduce || k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
 	case p > 2 && k == Allreduce:
 		return true, 16 << 10, math.MaxInt
 	case p > 2:
@@ -476,6 +489,7 @@ func descKind(d uint64) Kind { return Kind(uint8((d &^ sharedSingle) >> 32)) }
 
 // begin numbers the next call in the segment.
 func (g *shared) begin() uint64 {
+	g.bulk = false
 	g.n++
 	return g.n
 }
@@ -517,6 +531,7 @@ func (g *shared) offer(n uint64, d uint64, buf []byte) { g.offer2(n, d, buf, nil
 // (deliver): a single-copy allreduce's reduced blocks, the halves of a
 // 2-rank reduce or bcast.
 func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
+	g.bulk = second != nil
 	h := g.header(g.r, n)
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 8)) = d | sharedSingle
 	*(*uint64)(unsafe.Add(unsafe.Pointer(h), 16)) = n
@@ -748,14 +763,19 @@ func (w *waiter) idle() {
 // there, 4 ranks on 2 CPUs, OSU with a barrier between calls, in the same
 // rounds (docs/performance-host.md, session 13): allgather 8 B 7.6-8.9 µs
 // against 10.4-11.7 with one policy for every peer, alltoall 7.2-11.8
-// against 9.9-13.6, allreduce 9.7-11.5 against 11.5-14.2.
+// against 9.9-13.6, allreduce 9.7-11.5 against 11.5-14.2. A call whose
+// peers write into this rank's buffers (bulk) never spins long: the rank
+// it waits for is then making kernel copies of hundreds of µs, some of
+// them into ranks of this CPU that have arrived but still have copies of
+// their own to make (4 ranks on 2 CPUs, 1 MiB alltoall blocks: 453-552 µs
+// against 557-820 with the long spin, sharedCMAAuto).
 func (g *shared) patience(q int, n uint64) (spin int, long bool) {
 	switch {
 	case g.mates == nil:
 		return g.spin, false
 	case g.mates[q]:
 		return 0, false
-	case !g.placed[q]:
+	case !g.placed[q] || g.bulk:
 		return g.spin, false
 	}
 	for m, mate := range g.mates {

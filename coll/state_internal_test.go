@@ -275,8 +275,13 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Bcast, 1 << 20, throughSlots}, {Bcast, 1<<20 + 1, asMessages}, // in pieces up to the measured bound
 		}},
 		{"4 ranks on 2 cores", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
-			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy}, {Allgather, 256<<10 + 1, asMessages},
-			{Allreduce, 256<<10 + 1, singleCopy}, {Reduce, 256<<10 + 1, asMessages}, {Alltoall, 256<<10 + 1, asMessages},
+			{Bcast, 256 << 10, throughSlots}, {Bcast, 256<<10 + 1, singleCopy},
+			{Allgather, 256 << 10, throughSlots}, {Allgather, 256<<10 + 1, singleCopy}, {Allgather, 1 << 30, singleCopy},
+			{Allreduce, 256<<10 + 1, singleCopy}, {Reduce, 256<<10 + 1, asMessages},
+			{Alltoall, 256<<10 + 1, asMessages}, // forced to pairwise
+		}},
+		{"4 ranks on 2 cores, alltoall not forced", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
+			{Alltoall, 256 << 10, throughSlots}, {Alltoall, 256<<10 + 1, singleCopy}, {Alltoall, 1 << 30, singleCopy},
 		}},
 		{"no process ids", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 0", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
@@ -285,7 +290,11 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, singleCopy}, {Barrier, 0, throughSlots},
 		}},
 	} {
-		s := NewState(tc.c, &Options{Lookup: lookup})
+		opts := &Options{Lookup: lookup}
+		if strings.Contains(tc.name, "not forced") {
+			opts = nil
+		}
+		s := NewState(tc.c, opts)
 		tc.sh.Mem = mem
 		if err := s.SetShared(tc.sh); err != nil {
 			t.Fatal(err)
@@ -375,6 +384,16 @@ func TestSharedPatience(t *testing.T) {
 	*g.header(2, n) = n
 	check("other CPU, mate arrived", 1, sharedSpin, true)
 	check("CPU unknown, mate arrived", 3, sharedSpinOver, false)
+
+	// A call whose peers write into this rank's buffers (offer2: long
+	// kernel copies) never takes the long spin; the next call may again.
+	g.offer2(n, 0, nil, make([]byte, 8))
+	check("other CPU, mate arrived, peers writing", 1, sharedSpinOver, false)
+	check("mate, peers writing", 2, 0, false)
+	g.begin()
+	check("other CPU, mate arrived, next call", 1, sharedSpin, true)
+	g.offer(n, 0, make([]byte, 8)) // read, not written into
+	check("other CPU, mate arrived, peers reading", 1, sharedSpin, true)
 
 	// A wait that began before the mate arrived gets the long spin once
 	// it has, after an idle turn.
