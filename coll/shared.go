@@ -528,8 +528,10 @@ func (g *shared) arrive(n uint64) { shm.StoreRelease(g.header(g.r, n), n) }
 func (g *shared) offer(n uint64, d uint64, buf []byte) { g.offer2(n, d, buf, nil) }
 
 // offer2 is offer with a second buffer, which the peers write into
-// (deliver): a single-copy allreduce's reduced blocks, the halves of a
-// 2-rank reduce or bcast.
+// (deliver): an allgather's or alltoall's receive buffer, a single-copy
+// allreduce's reduced blocks, the halves of a 2-rank reduce or bcast. With
+// a second buffer the call is bulk (shared.bulk): where ranks share CPUs,
+// its waits take no long spin.
 func (g *shared) offer2(n uint64, d uint64, buf, second []byte) {
 	g.bulk = second != nil
 	h := g.header(g.r, n)

@@ -243,6 +243,20 @@ func TestSharedCMAAuto(t *testing.T) {
 		w    int
 		mode sharedMode
 	}
+	ways := func(name string, c Comm, sh Shared, opts *Options, wants []want) {
+		t.Helper()
+		s := NewState(c, opts)
+		sh.Mem = mem
+		if err := s.SetShared(sh); err != nil {
+			t.Fatal(err)
+		}
+		s.sync = true
+		for _, w := range wants {
+			if got := s.sharedWay(w.k, w.w); got != w.mode {
+				t.Errorf("%s: sharedWay(%v, %d) = %d, want %d", name, w.k, w.w, got, w.mode)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		c     Comm
@@ -280,9 +294,6 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Allreduce, 256<<10 + 1, singleCopy}, {Reduce, 256<<10 + 1, asMessages},
 			{Alltoall, 256<<10 + 1, asMessages}, // forced to pairwise
 		}},
-		{"4 ranks on 2 cores, alltoall not forced", fourRanks{}, Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, []want{
-			{Alltoall, 256 << 10, throughSlots}, {Alltoall, 256<<10 + 1, singleCopy}, {Alltoall, 1 << 30, singleCopy},
-		}},
 		{"no process ids", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, CMAMin: -1}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 0", twoRanks{}, Shared{Slot: 256 << 10, Auto: true, Pids: []int{1, 2}}, []want{{Bcast, 16<<10 + 1, asMessages}}},
 		{"CMAMin 100", fourRanks{}, Shared{Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: 100}, []want{
@@ -290,22 +301,14 @@ func TestSharedCMAAuto(t *testing.T) {
 			{Reduce, 100, singleCopy}, {Reduce, 1 << 30, singleCopy}, {Allreduce, 100, singleCopy}, {Barrier, 0, throughSlots},
 		}},
 	} {
-		opts := &Options{Lookup: lookup}
-		if strings.Contains(tc.name, "not forced") {
-			opts = nil
-		}
-		s := NewState(tc.c, opts)
-		tc.sh.Mem = mem
-		if err := s.SetShared(tc.sh); err != nil {
-			t.Fatal(err)
-		}
-		s.sync = true
-		for _, w := range tc.wants {
-			if got := s.sharedWay(w.k, w.w); got != w.mode {
-				t.Errorf("%s: sharedWay(%v, %d) = %d, want %d", tc.name, w.k, w.w, got, w.mode)
-			}
-		}
+		ways(tc.name, tc.c, tc.sh, &Options{Lookup: lookup}, tc.wants)
 	}
+	// Alltoall, not forced, with ranks outnumbering cores: single copy
+	// beyond the slots (a whole send buffer of 256 KiB).
+	ways("4 ranks on 2 cores, alltoall not forced", fourRanks{},
+		Shared{Slot: 256 << 10, Auto: true, Oversubscribed: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}, nil, []want{
+			{Alltoall, 256 << 10, throughSlots}, {Alltoall, 256<<10 + 1, singleCopy}, {Alltoall, 1 << 30, singleCopy},
+		})
 	s := NewState(twoRanks{}, nil)
 	if err := s.SetShared(Shared{Mem: mem, Slot: 64, Pids: []int{1}}); err == nil {
 		t.Error("one process id for two ranks accepted")
