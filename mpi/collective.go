@@ -344,8 +344,8 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 	c.collMu.Lock()
 	st := c.engine()
 	var cr coll.Request
-	if m.block && !c.coll.sharedTried {
-		err = c.setupShared(st)
+	if m.block {
+		err = c.ensureShared(st)
 	}
 	if err == nil {
 		err = c.useSpace(st, ord, m.block)

@@ -56,10 +56,16 @@ var nodeOversubscribed bool
 func (c *Comm) prepareShared() error {
 	c.collMu.Lock()
 	defer c.collMu.Unlock()
+	return c.ensureShared(c.engine())
+}
+
+// ensureShared makes c's segment unless that was tried already (at a
+// blocking collective, or by prepareShared), with c.collMu held.
+func (c *Comm) ensureShared(st *coll.State) error {
 	if c.coll.sharedTried {
 		return nil
 	}
-	return c.setupShared(c.engine())
+	return c.setupShared(st)
 }
 
 // setupShared makes c's segment. It runs at c's first blocking collective
