@@ -61,6 +61,7 @@ var gpu = gpuState{cur: -1}
 func (g *gpuState) driverLocked() (cudadrv.Driver, error) {
 	if !g.opened {
 		g.opened = true
+		reserveWorkQueues()
 		g.drv, g.err = openGPU()
 		switch {
 		case g.err != nil:

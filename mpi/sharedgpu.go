@@ -49,3 +49,19 @@ func mpsRunning() bool {
 	fi, err := os.Stat(filepath.Join(dir, "control"))
 	return err == nil && fi.Mode()&(os.ModeSocket|os.ModeNamedPipe) != 0
 }
+
+// workQueues is the number of hardware work queues gompix asks the driver for
+// under MPS: one each for an application's streams and gompix's own.
+const workQueues = "8"
+
+// reserveWorkQueues runs before the driver starts. An operation enqueued on a
+// stream blocks that stream on a flag until gompix's own streams have moved
+// its data; streams that share one hardware queue wait behind that block,
+// and the job hangs. Without MPS a context gets 8 queues, but an MPS client
+// gets fewer unless CUDA_DEVICE_MAX_CONNECTIONS asks: ask for 8 there, and
+// keep any value the user set.
+func reserveWorkQueues() {
+	if _, set := os.LookupEnv("CUDA_DEVICE_MAX_CONNECTIONS"); !set && mpsRunning() {
+		_ = os.Setenv("CUDA_DEVICE_MAX_CONNECTIONS", workQueues)
+	}
+}

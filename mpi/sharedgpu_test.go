@@ -85,3 +85,42 @@ func TestSharedGPUWarning(t *testing.T) {
 		})
 	}
 }
+
+// Under MPS the driver is asked for enough work queues before it starts
+// (a stream waiting for an enqueued operation must not hold up the streams
+// that move its data); a user's own setting, and a machine without MPS, are
+// left alone.
+func TestReserveWorkQueues(t *testing.T) {
+	const name = "CUDA_DEVICE_MAX_CONNECTIONS"
+	for _, tc := range []struct {
+		mps        bool
+		user, want string // "" for unset
+	}{
+		{mps: true, want: workQueues},
+		{mps: true, user: "2", want: "2"},
+		{mps: false, want: ""},
+	} {
+		t.Run(fmt.Sprintf("mps=%v,user=%q", tc.mps, tc.user), func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.mps {
+				l, err := net.Listen("unix", filepath.Join(dir, "control"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Close()
+			}
+			t.Setenv("CUDA_MPS_PIPE_DIRECTORY", dir)
+			t.Setenv(name, tc.user) // restored after the test
+			if tc.user == "" {
+				os.Unsetenv(name)
+			}
+			useFake(t, fake.Options{Devices: 1, TotalMem: 1 << 20}, wireup.NoGPU)
+			if n := DeviceCount(); n != 1 {
+				t.Fatalf("DeviceCount() = %d, want 1", n)
+			}
+			if got := os.Getenv(name); got != tc.want {
+				t.Fatalf("%s=%q after the driver opened, want %q", name, got, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,10 @@
 #                                      GOMPIX_REQUIRE_GPU=1 -test.v, logs in $OUT
 #   scripts/device-check.sh bench      there: the benchmarks of BENCH_PKGS
 #   scripts/device-check.sh info       there: .device/gompix info (GPUs, links)
+#   scripts/device-check.sh shared     there: two ranks on one GPU, without and
+#                                      with an MPS daemon: OSU -c validation of
+#                                      the device and stream operations (a hang
+#                                      is a failure)
 #
 # From a developer machine, after `build`, one device call does it all:
 #   run(carry=[".device"], kind="nvidia-h200-x2",
@@ -90,10 +94,41 @@ bench() {
 	done
 }
 
-[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
+# shared: two ranks on GPU 0, first alone (the driver's time slices), then
+# under an MPS daemon started here and stopped after. Each run has a time
+# limit: an enqueued operation that deadlocks fails the check.
+shared() {
+	mkdir -p "$out"
+	log=$out/shared.log
+	: >"$log"
+	for mps in off on; do
+		if [ $mps = on ]; then
+			nvidia-cuda-mps-control -d || { echo "shared: no MPS daemon" | tee -a "$log"; status=1; return; }
+			sleep 1
+		fi
+		for b in "stream_allreduce -d cuda" "stream_latency -d cuda" "allreduce -d cuda" \
+			"bcast -d cuda" "allgather -d cuda" "alltoall -d cuda" "reduce -d cuda" "latency -d cuda D D"; do
+			echo "== mps=$mps osu $b" >>"$log"
+			if CUDA_VISIBLE_DEVICES=0 timeout 120 "$dev/gompirun" -n 2 --timeout 100 \
+				"$dev/gompix" osu $b -c -m 4:65536 >>"$log" 2>&1 && ! grep -q Fail "$log"; then
+				echo "shared: mps=$mps osu $b: ok"
+			else
+				echo "shared: mps=$mps osu $b: FAILED (see $log)"
+				status=1
+			fi
+		done
+		if [ $mps = on ]; then
+			echo quit | timeout 20 nvidia-cuda-mps-control
+			sleep 2
+			pkill -9 -f nvidia-cuda-mps 2>/dev/null
+		fi
+	done
+}
+
+[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
 for mode in "$@"; do
 	case $mode in
-	build | gen | abi | run | bench | info) $mode ;;
+	build | gen | abi | run | bench | info | shared) $mode ;;
 	*) echo "device-check.sh: unknown mode $mode" >&2; exit 2 ;;
 	esac
 done
