@@ -82,4 +82,14 @@ func TestSmallPoolAbandoned(t *testing.T) {
 	if got := count() - before; got != 100 {
 		t.Fatalf("after one came back: %d registered, want 100", got)
 	}
+	// One handed out after the drain (an operation finishing after Close)
+	// is registered too, and leaves when it comes back.
+	late := p.get()
+	if got := count() - before; got != 101 {
+		t.Fatalf("a small got after the drain: %d registered, want 101", got)
+	}
+	p.put(late)
+	if got := count() - before; got != 100 {
+		t.Fatalf("after the late one came back: %d registered, want 100", got)
+	}
 }

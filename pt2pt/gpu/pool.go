@@ -56,6 +56,17 @@ func (p *smallPool) get() *small {
 	}
 	s := &small{b: new([descSize]byte), idx: len(p.all)}
 	s.pin.Pin(s.b)
+	if p.closed {
+		// An operation still running after Close: nothing of the pool's
+		// keeps it reachable now, so the registry does until it comes back.
+		abandoned.mu.Lock()
+		if abandoned.m == nil {
+			abandoned.m = map[*small]struct{}{}
+		}
+		abandoned.m[s] = struct{}{}
+		abandoned.mu.Unlock()
+		return s
+	}
 	p.all = append(p.all, s)
 	return s
 }
