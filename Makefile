@@ -24,9 +24,11 @@ vet:
 	$(GO) vet ./...
 
 # test: formatting, vet, the whole suite under the race detector (multi-process
-# tests over real UCX included).
+# tests over real UCX included). gotestsum (tools/go.mod) prints each test as
+# it ends, so a long run says where it is; a failure prints its whole output.
+GOTESTSUM := $(GO) tool -modfile=tools/go.mod gotestsum
 test: deps vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GOTESTSUM) --format testname --format-hide-empty-pkg -- -race -count=1 -timeout 20m ./...
 
 clean:
 	rm -rf $(BIN) .device
