@@ -170,8 +170,12 @@ func sharedSegments(pids []int) ([]segment, error) {
 				}
 				seen[key] = true
 				// The file is usually unlinked already: stat it through the
-				// mapping.
+				// mapping, or through a descriptor the process holds on it
+				// where map_files is closed to this user.
 				fi, err := os.Stat(fmt.Sprintf("/proc/%d/map_files/%s", pid, addr))
+				if err != nil {
+					fi, err = statThroughFD(pid, strings.Join(fl[5:], " "))
+				}
 				if err != nil {
 					f.Close()
 					return nil, fmt.Errorf("pid %d: %s: %v", pid, path, err)
@@ -192,6 +196,21 @@ func sharedSegments(pids []int) ([]segment, error) {
 		}
 	}
 	return out, nil
+}
+
+// statThroughFD stats the file a descriptor of pid names target (as
+// /proc/PID/maps and /proc/PID/fd spell it: "/dev/shm/x (deleted)").
+func statThroughFD(pid int, target string) (os.FileInfo, error) {
+	fds, err := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	if err != nil {
+		return nil, err
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && l == target {
+			return os.Stat(fd)
+		}
+	}
+	return nil, fmt.Errorf("neither /proc/%d/map_files nor a descriptor reaches %q", pid, target)
 }
 
 type sysvSeg struct {
