@@ -60,8 +60,10 @@ type Config struct {
 	// GPUBind is the GPU binding policy: GPUBindLocal (default when empty)
 	// or GPUBindNone.
 	GPUBind string
-	// GPUCount reports the number of GPUs on this host. Nil counts none;
-	// gompirun plugs in NVML here (this package does not import it).
+	// GPUCount reports the number of GPUs a rank on this host can use: the
+	// devices CUDA shows it, after CUDA_VISIBLE_DEVICES, so that
+	// local_rank % ngpus is an ordinal that exists in the rank. Nil counts
+	// none; gompirun plugs in NVML here (this package does not import it).
 	GPUCount func() int
 	// Program and Args are the command every rank runs. Program is looked
 	// up in PATH.

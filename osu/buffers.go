@@ -202,8 +202,16 @@ func allocBuffer(d Datatype, p Placement, n int) (benchBuffer, error) {
 }
 
 // checkPlacement fails early, before any output, when o asks for memory
-// allocBuffer cannot provide.
+// allocBuffer cannot provide, or for an accelerator this process cannot
+// use: "-d cuda" needs a GPU even when both sides' buffers are on the host
+// (OSU initialises the device then too), rather than quietly measuring
+// host memory under a CUDA title.
 func checkPlacement(o *Options) error {
+	if o.Accel == AccelCUDA {
+		if _, err := allocBuffer(Char, Device, 0); err != nil {
+			return fmt.Errorf("CUDA (-d cuda, D) needs a usable GPU: %w", err)
+		}
+	}
 	for _, p := range []Placement{o.Src, o.Dst} {
 		if p == Host {
 			continue

@@ -12,7 +12,10 @@ import (
 type collective struct {
 	name  string // "allreduce": the benchmarks are name and "i"+name
 	title string // "Allreduce": "# OSU MPI Allreduce Latency Test v7.4"
-	opts  string
+	// nbTitle is the nonblocking benchmark's whole title where OSU's is
+	// not "Non-blocking <title> Latency Test".
+	nbTitle string
+	opts    string
 	// blocks is the number of cnt-element blocks in the send and receive
 	// buffers of rank (root: the operation's root) on n ranks; cnt is the
 	// element count of OSU's message size for this collective.
@@ -22,6 +25,11 @@ type collective struct {
 	count func(elems, n int) int
 	call  func(c *mpi.Comm, s, r mpi.Buffer, root int) error
 	start func(c *mpi.Comm, s, r mpi.Buffer, root int) (*mpi.Request, error)
+	// callv and startv, when set, replace call and start: the v-variants,
+	// given every rank's count and displacement (cnt and r×cnt elements,
+	// as OSU's v-benchmarks use).
+	callv  func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) error
+	startv func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) (*mpi.Request, error)
 	// send gives element i of rank's send buffer in iteration iter; want
 	// element i of rank's receive buffer (nil: not checked on this rank).
 	send func(rank, n, cnt, iter int) func(i int) int64
@@ -103,6 +111,7 @@ var collectives = []collective{
 	{
 		// The root broadcasts its receive buffer (one buffer, in place).
 		name: "bcast", title: "Broadcast", opts: optsColl,
+		nbTitle:    "Non-Blocking Broadcast Latency Test",
 		sendBlocks: func(int, int, int) int { return 0 }, recvBlocks: one, count: same,
 		call: func(c *mpi.Comm, _, r mpi.Buffer, root int) error { return c.Bcast(r, root) },
 		start: func(c *mpi.Comm, _, r mpi.Buffer, root int) (*mpi.Request, error) {
@@ -130,6 +139,7 @@ var collectives = []collective{
 	},
 	{
 		name: "alltoall", title: "All-to-All Personalized Exchange", opts: optsColl,
+		nbTitle:    "Non-blocking All-to-All Latency Test",
 		sendBlocks: all, recvBlocks: all, count: same,
 		call: func(c *mpi.Comm, s, r mpi.Buffer, _ int) error { return c.Alltoall(s, r) },
 		start: func(c *mpi.Comm, s, r mpi.Buffer, _ int) (*mpi.Request, error) {
@@ -202,7 +212,53 @@ var collectives = []collective{
 	},
 }
 
+// vVariant is the v-collective of base (its buffers, patterns and figures)
+// with every rank's count equal, as OSU's v-benchmarks run it.
+func vVariant(baseName, name, title string,
+	callv func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) error,
+	startv func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) (*mpi.Request, error)) collective {
+	for _, k := range collectives {
+		if k.name == baseName {
+			k.name, k.title, k.nbTitle = name, title, ""
+			k.call, k.start = nil, nil
+			k.callv, k.startv = callv, startv
+			return k
+		}
+	}
+	panic("osu: no collective " + baseName)
+}
+
 func init() {
+	collectives = append(collectives,
+		vVariant("allgather", "allgatherv", "Allgatherv",
+			func(c *mpi.Comm, s, r mpi.Buffer, _ int, counts, displs []int) error {
+				return c.Allgatherv(s, r, counts, displs)
+			},
+			func(c *mpi.Comm, s, r mpi.Buffer, _ int, counts, displs []int) (*mpi.Request, error) {
+				return c.Iallgatherv(s, r, counts, displs)
+			}),
+		vVariant("alltoall", "alltoallv", "All-to-Allv Personalized Exchange",
+			func(c *mpi.Comm, s, r mpi.Buffer, _ int, counts, displs []int) error {
+				return c.Alltoallv(s, counts, displs, r, counts, displs)
+			},
+			func(c *mpi.Comm, s, r mpi.Buffer, _ int, counts, displs []int) (*mpi.Request, error) {
+				return c.Ialltoallv(s, counts, displs, r, counts, displs)
+			}),
+		vVariant("gather", "gatherv", "Gatherv",
+			func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) error {
+				return c.Gatherv(s, r, counts, displs, root)
+			},
+			func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) (*mpi.Request, error) {
+				return c.Igatherv(s, r, counts, displs, root)
+			}),
+		vVariant("scatter", "scatterv", "Scatterv",
+			func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) error {
+				return c.Scatterv(s, counts, displs, r, root)
+			},
+			func(c *mpi.Comm, s, r mpi.Buffer, root int, counts, displs []int) (*mpi.Request, error) {
+				return c.Iscatterv(s, counts, displs, r, root)
+			}),
+	)
 	for i := range collectives {
 		k := &collectives[i]
 		b := &Benchmark{name: k.name, title: k.title + " Latency Test", kind: kindCollective, opts: k.opts,
@@ -212,7 +268,11 @@ func init() {
 		}
 		b.run = func(e *env) error { return runCollective(e, k) }
 		register(b)
-		nb := &Benchmark{name: "i" + k.name, title: "Non-blocking " + k.title + " Latency Test", kind: kindNonblocking,
+		nbTitle := k.nbTitle
+		if nbTitle == "" {
+			nbTitle = "Non-blocking " + k.title + " Latency Test"
+		}
+		nb := &Benchmark{name: "i" + k.name, title: nbTitle, kind: kindNonblocking,
 			opts: k.opts + "t", minRanks: 1, noSize: k.noSize, noDatatype: k.noSize, bytesFactor: k.bytesFactor}
 		nb.run = func(e *env) error { return runNonblocking(e, k) }
 		register(nb)
@@ -257,6 +317,35 @@ type collIteration struct {
 	cb   collBuffers
 	size int
 	cnt  int
+	// counts and displs are the v-variants' arguments for this size.
+	counts, displs []int
+}
+
+func newCollIteration(e *env, k *collective, cb collBuffers, size int) *collIteration {
+	it := &collIteration{e: e, k: k, cb: cb, size: size, cnt: k.count(e.count(size), e.n)}
+	if k.callv != nil {
+		it.counts, it.displs = make([]int, e.n), make([]int, e.n)
+		for r := range it.counts {
+			it.counts[r], it.displs[r] = it.cnt, r*it.cnt
+		}
+	}
+	return it
+}
+
+// call runs the blocking collective on this iteration's views.
+func (it *collIteration) call(s, r mpi.Buffer, root int) error {
+	if it.k.callv != nil {
+		return it.k.callv(it.e.c, s, r, root, it.counts, it.displs)
+	}
+	return it.k.call(it.e.c, s, r, root)
+}
+
+// start starts the nonblocking collective on this iteration's views.
+func (it *collIteration) start(s, r mpi.Buffer, root int) (*mpi.Request, error) {
+	if it.k.startv != nil {
+		return it.k.startv(it.e.c, s, r, root, it.counts, it.displs)
+	}
+	return it.k.start(it.e.c, s, r, root)
 }
 
 func (it *collIteration) views(root int) (mpi.Buffer, mpi.Buffer) {
@@ -313,7 +402,7 @@ func runCollective(e *env, k *collective) error {
 		return err
 	}
 	for _, size := range e.collSizes(k) {
-		it := &collIteration{e: e, k: k, cb: cb, size: size, cnt: k.count(e.count(size), e.n)}
+		it := newCollIteration(e, k, cb, size)
 		iters, skip := e.o.iterationsFor(size)
 		if err := e.c.Barrier(); err != nil {
 			return err
@@ -326,7 +415,7 @@ func runCollective(e *env, k *collective) error {
 			}
 			s, r := it.views(e.rootFor(i))
 			t0 := wtime()
-			if err := k.call(e.c, s, r, e.rootFor(i)); err != nil {
+			if err := it.call(s, r, e.rootFor(i)); err != nil {
 				return err
 			}
 			if d := wtime() - t0; i >= skip {

@@ -14,9 +14,11 @@
 // number of ranks; r pairs with r+n/2), mbw_mr (pairs r → r+pairs; -p).
 //
 // Blocking collectives: allreduce, reduce, bcast, allgather, alltoall,
-// reduce_scatter, gather, scatter, barrier. Nonblocking collectives with
-// OSU's overlap columns: iallreduce, ireduce, ibcast, iallgather, ialltoall,
-// ireduce_scatter, igather, iscatter, ibarrier.
+// reduce_scatter, gather, scatter, barrier, and the v-variants allgatherv,
+// alltoallv, gatherv, scatterv (every rank's count equal, as in OSU).
+// Nonblocking collectives with OSU's overlap columns: iallreduce, ireduce,
+// ibcast, iallgather, ialltoall, ireduce_scatter, igather, iscatter,
+// ibarrier, iallgatherv, ialltoallv, igatherv, iscatterv.
 //
 // # Semantics (as OSU 7.4)
 //
@@ -26,7 +28,8 @@
 // the maximum: point-to-point 0 (latency, multi_lat) or 1 up to 4 MiB,
 // collectives 1 B up to 1 MiB (OSU 7.4's MAX_MSG_SIZE_COLL; -m raises it).
 // -i and -x set both the small- and large-message counts. Sizes smaller
-// than one element of the datatype are skipped.
+// than one element of the datatype are skipped, 0 included, so latency's
+// first row is 1 byte as in OSU 7.4.
 //
 //   - latency: a barrier before each size; rank 0 sends, rank 1 answers;
 //     the figure is half the round trip averaged over the timed iterations.
@@ -52,18 +55,20 @@
 // # Options
 //
 // OSU's getopt-style single-dash options, attached or separate
-// (-m1:4 or -m 1:4, -fc), long forms (--message-size=1:4), parsing
-// stopping at the first non-option: -h, -v, -m [MIN:]MAX (K/M/G suffixes
-// accepted), -i, -x, -W (bw, bibw, mbw_mr), -f (collectives), -c
-// (validation), -T mpi_char|mpi_int|mpi_float|all (repeatable), -M (memory
-// limit: lowers the maximum size of the collectives as OSU does), -b
-// single|multiple, -p and -R (mbw_mr), -k fixed:N|rotate (reduce, gather,
-// scatter and their nonblocking forms), -t (nonblocking), -u (accepted),
-// -d cuda and the trailing "SRC DST" placement (H, D, MH, MD; D or M
-// without -d implies CUDA, as in OSU). gompix adds --nccl-bw to the
-// collectives: two more columns, nccl-tests' algorithm bandwidth
-// (bytes / time, with nccl-tests' notion of bytes) and bus bandwidth
-// (algbw × 2(n−1)/n for allreduce, (n−1)/n for allgather, reduce_scatter,
+// (-m1:4 or -m 1:4, -fc), long forms (--message-size=1:4), with the
+// "SRC DST" placement before, between or after them: -h, -v, -m
+// [MIN:]MAX (K/M/G suffixes accepted), -i, -x, -W (bw, bibw, mbw_mr), -f
+// (collectives), -c (validation), -T mpi_char|mpi_int|mpi_float|all
+// (repeatable), -M (memory limit: lowers the maximum size of the
+// collectives as OSU does), -b single|multiple, -p and -R (mbw_mr), -k
+// fixed:N|rotate (reduce, gather, scatter, their v-variants and
+// nonblocking forms), -t (nonblocking), -u (accepted), -d cuda and the
+// placement (H, D, MH, MD; D or M without -d implies CUDA, as in OSU;
+// CUDA without a usable GPU is refused, even with host buffers, rather
+// than measured on the host). gompix adds --nccl-bw to the collectives:
+// two more columns, nccl-tests' algorithm bandwidth (bytes / time, with
+// nccl-tests' notion of bytes) and bus bandwidth (algbw × 2(n−1)/n for
+// allreduce, (n−1)/n for allgather, reduce_scatter,
 // alltoall, gather and scatter, 1 for bcast and reduce), in GB/s.
 //
 // # Output

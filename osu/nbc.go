@@ -20,7 +20,7 @@ func runNonblocking(e *env, k *collective) error {
 		return err
 	}
 	for _, size := range e.collSizes(k) {
-		it := &collIteration{e: e, k: k, cb: cb, size: size, cnt: k.count(e.count(size), e.n)}
+		it := newCollIteration(e, k, cb, size)
 		iters, skip := e.o.iterationsFor(size)
 		if err := e.c.Barrier(); err != nil {
 			return err
@@ -30,7 +30,7 @@ func runNonblocking(e *env, k *collective) error {
 		for i := 0; i < iters+skip; i++ {
 			s, r := it.views(e.rootFor(i))
 			t0 := wtime()
-			req, err := k.start(e.c, s, r, e.rootFor(i))
+			req, err := it.start(s, r, e.rootFor(i))
 			if err != nil {
 				return err
 			}
@@ -54,7 +54,7 @@ func runNonblocking(e *env, k *collective) error {
 			}
 			s, r := it.views(e.rootFor(i))
 			t0 := wtime()
-			req, err := k.start(e.c, s, r, e.rootFor(i))
+			req, err := it.start(s, r, e.rootFor(i))
 			if err != nil {
 				return err
 			}

@@ -216,9 +216,9 @@ var unsupported = map[byte]string{
 
 // Parse parses OSU-style arguments for benchmark b, in the way OSU 7.4's
 // getopt string for that benchmark does: single-dash options with their
-// argument attached or following, long options with "--name[=value]",
-// parsing stops at the first non-option (the trailing "SRC DST" buffer
-// placement) or after "--".
+// argument attached or following, long options with "--name[=value]".
+// Words that are not options (the "SRC DST" buffer placement) may come
+// before, between or after the options; after "--" every word is one.
 func Parse(b *Benchmark, args []string) (Options, error) {
 	o := defaults(b)
 	allowed := b.optstring()
@@ -230,8 +230,8 @@ func Parse(b *Benchmark, args []string) (Options, error) {
 			break
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, args[i:]...)
-			break
+			positional = append(positional, a)
+			continue
 		}
 		if strings.HasPrefix(a, "--") {
 			name, val, hasVal := strings.Cut(a[2:], "=")

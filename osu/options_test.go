@@ -2,6 +2,7 @@ package osu
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -92,6 +93,13 @@ func TestParse(t *testing.T) {
 		{bw, []string{"-W", "32", "-b", "multiple"}, func(o Options) bool { return o.Window == 32 && o.MultipleBuffers }},
 		{mbw, []string{"-p", "2", "-R", "0"}, func(o Options) bool { return o.Pairs == 2 && !o.PrintRate }},
 		{lat, []string{"--", "H", "H"}, func(o Options) bool { return o.Src == Host }},
+		// The placement may come before or between the options, as in OSU.
+		{lat, []string{"D", "H", "-d", "cuda", "-m", "8"}, func(o Options) bool {
+			return o.Accel == AccelCUDA && o.Src == Device && o.Dst == Host && o.MaxSize == 8
+		}},
+		{lat, []string{"-i", "3", "H", "D", "-m", "8"}, func(o Options) bool {
+			return o.Src == Host && o.Dst == Device && o.Iterations == 3 && o.MaxSize == 8
+		}},
 		// A collective, enqueued or not: -d alone puts its buffers on the device.
 		{sar, []string{"-d", "cuda"}, func(o Options) bool { return o.Src == Device && o.Dst == Device }},
 		{sar, nil, func(o Options) bool { return o.Src == Host && o.Accel == AccelNone }},
@@ -130,6 +138,7 @@ func TestParseErrors(t *testing.T) {
 		{lat, []string{"-d", "opencl"}, "Invalid Accel Type Specified [-d opencl]"},
 		{lat, []string{"-T", "mpi_double"}, "Invalid Datatype [-T mpi_double]"},
 		{lat, []string{"D"}, "Expected buffer placement SRC DST (H, D, MH or MD) [D]"},
+		{lat, []string{"D", "-m", "8", "D", "H"}, "Expected buffer placement SRC DST (H, D, MH or MD) [D D H]"},
 		{lat, []string{"X", "H"}, "Invalid buffer placement (want H, D, MH or MD) [X]"},
 		{lat, []string{"-z"}, "Tail latency is not supported by gompix yet [-z]"},
 		{lat, []string{"--nope"}, "Invalid option [--nope]"},
@@ -159,8 +168,84 @@ func TestSizes(t *testing.T) {
 		t.Errorf("sizes %v, want %v", got, want)
 	}
 	e := &env{o: &Options{MinSize: 0, MaxSize: 16}, dt: Float}
-	if got, want := e.sizes(), []int{0, 4, 8, 16}; !reflect.DeepEqual(got, want) {
+	if got, want := e.sizes(), []int{4, 8, 16}; !reflect.DeepEqual(got, want) {
 		t.Errorf("float sizes %v, want %v", got, want)
+	}
+	// OSU 7.4's osu_latency starts at 1 byte: a 0-byte message has no
+	// element, and OSU skips it.
+	o, err := Parse(mustLookup(t, "latency"), []string{"-m", "8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = &env{o: &o, dt: Char}
+	if got, want := e.sizes(), []int{1, 2, 4, 8}; !reflect.DeepEqual(got, want) {
+		t.Errorf("latency sizes %v, want %v", got, want)
+	}
+}
+
+// TestCUDAWithoutGPURefused: "-d cuda" on a machine without a usable GPU
+// fails before the run, whatever the placement, and passes with one.
+func TestCUDAWithoutGPURefused(t *testing.T) {
+	old := deviceAllocator
+	defer func() { deviceAllocator = old }()
+	noGPU := func(Datatype, int) (benchBuffer, error) {
+		return nil, fmt.Errorf("%w: no CUDA driver", ErrDeviceUnsupported)
+	}
+	gpu := func(d Datatype, n int) (benchBuffer, error) { return newHostBuffer[int8](n), nil }
+	for _, args := range [][]string{
+		{"latency", "-d", "cuda"},
+		{"latency", "-d", "cuda", "H", "H"},
+		{"bw", "-d", "cuda"},
+		{"allreduce", "-d", "cuda"},
+		{"latency", "H", "D"},
+	} {
+		o, err := Parse(mustLookup(t, args[0]), args[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		deviceAllocator = noGPU
+		if err := checkPlacement(&o); !errors.Is(err, ErrDeviceUnsupported) {
+			t.Errorf("%q without a GPU: %v, want ErrDeviceUnsupported", args, err)
+		}
+		deviceAllocator = gpu
+		if err := checkPlacement(&o); err != nil {
+			t.Errorf("%q with a GPU: %v", args, err)
+		}
+	}
+}
+
+// TestTitles: the titles OSU 7.4 prints, where they are not the blocking
+// title with "Non-blocking" before it, and the v-variants.
+func TestTitles(t *testing.T) {
+	for name, want := range map[string]string{
+		"ialltoall":   "Non-blocking All-to-All Latency Test",
+		"ibcast":      "Non-Blocking Broadcast Latency Test",
+		"iallreduce":  "Non-blocking Allreduce Latency Test",
+		"alltoall":    "All-to-All Personalized Exchange Latency Test",
+		"allgatherv":  "Allgatherv Latency Test",
+		"iallgatherv": "Non-blocking Allgatherv Latency Test",
+		"alltoallv":   "All-to-Allv Personalized Exchange Latency Test",
+		"ialltoallv":  "Non-blocking All-to-Allv Personalized Exchange Latency Test",
+		"gatherv":     "Gatherv Latency Test",
+		"igatherv":    "Non-blocking Gatherv Latency Test",
+		"scatterv":    "Scatterv Latency Test",
+		"iscatterv":   "Non-blocking Scatterv Latency Test",
+	} {
+		b, ok := Lookup(name)
+		if !ok {
+			t.Errorf("no benchmark %q", name)
+			continue
+		}
+		if b.Title() != want {
+			t.Errorf("%s: title %q, want %q", name, b.Title(), want)
+		}
+	}
+	// -k (the root) only where the operation has one.
+	for name, hasRoot := range map[string]bool{"gatherv": true, "iscatterv": true, "allgatherv": false, "ialltoallv": false} {
+		_, err := Parse(mustLookup(t, name), []string{"-k", "rotate"})
+		if (err == nil) != hasRoot {
+			t.Errorf("%s -k rotate: %v", name, err)
+		}
 	}
 }
 

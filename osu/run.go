@@ -33,11 +33,11 @@ type env struct {
 }
 
 // sizes are the message sizes (bytes) to run for e's datatype: OSU skips
-// sizes smaller than one element.
+// sizes that hold no whole element, 0 included (latency's default minimum).
 func (e *env) sizes() []int {
 	var out []int
 	for _, s := range e.o.sizes() {
-		if s > 0 && s < e.dt.Size() {
+		if s < e.dt.Size() {
 			continue
 		}
 		out = append(out, s)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/gompix/gompix/launcher"
@@ -73,8 +74,12 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}()
 
 	if cfg.GPUCount == nil {
-		// NVML decides how many GPUs --gpu-bind=local spreads ranks over.
-		cfg.GPUCount = gputopo.Count
+		// --gpu-bind=local spreads ranks over the devices CUDA will show
+		// them: a rank's GOMPIX_GPU is an ordinal among those.
+		cfg.GPUCount = func() int {
+			v, set := rankEnv(cfg.Env, gputopo.EnvVisibleDevices, os.LookupEnv)
+			return len(gputopo.Visible(v, set))
+		}
 	}
 	code, _ := launcher.Run(ctx, cfg) // Run has reported on stderr
 	return code
@@ -85,4 +90,21 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// rankEnv is the value of variable name in the ranks' environment: the
+// last -x entry for it (the one that wins in the rank), else gompirun's
+// own.
+func rankEnv(xenv []string, name string, lookup func(string) (string, bool)) (string, bool) {
+	for i := len(xenv) - 1; i >= 0; i-- {
+		n, v, hasVal := strings.Cut(xenv[i], "=")
+		if n != name {
+			continue
+		}
+		if hasVal {
+			return v, true
+		}
+		break // -x NAME passes gompirun's value
+	}
+	return lookup(name)
 }

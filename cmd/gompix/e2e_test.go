@@ -105,6 +105,10 @@ type e2eCase struct {
 
 var pt2ptCases = []e2eCase{
 	{2, []string{"latency", "-m", "1:1024", "-i", "10", "-x", "2"}, "Latency Test", 11},
+	// OSU 7.4 prints no 0-byte row: 1, 2, 4, 8.
+	{2, []string{"latency", "-m", "8", "-i", "10", "-x", "2"}, "Latency Test", 4},
+	// The placement may come before the options.
+	{2, []string{"latency", "H", "H", "-m", "1:8", "-i", "10", "-x", "2"}, "Latency Test", 4},
 	{2, []string{"latency", "-m", "1:1024", "-i", "10", "-x", "2", "-c", "-T", "all"}, "Latency Test", 11 + 9 + 9},
 	{2, []string{"bw", "-m", "1:65536", "-i", "5", "-x", "1", "-c"}, "Bandwidth Test", 17},
 	{2, []string{"bw", "-m", "1:1024", "-i", "5", "-x", "1", "-c", "-W", "8", "-b", "multiple"}, "Bandwidth Test", 11},
@@ -163,6 +167,10 @@ func TestOSUFailures(t *testing.T) {
 	}{
 		{2, []string{"osu", "latency", "-d", "cuda", "D", "D"}, "buffers of this kind are not supported here"},
 		{2, []string{"osu", "bw", "H", "D"}, "buffers of this kind are not supported here"},
+		// No GPU on the test machine: -d cuda alone must not measure host
+		// memory under a CUDA title.
+		{2, []string{"osu", "latency", "-d", "cuda"}, "CUDA (-d cuda, D) needs a usable GPU"},
+		{2, []string{"osu", "allreduce", "-d", "cuda"}, "CUDA (-d cuda, D) needs a usable GPU"},
 		{3, []string{"osu", "latency"}, "requires exactly two processes"},
 		{2, []string{"osu", "latency", "-q"}, "Invalid option [-q]"},
 		{1, []string{"osu", "nosuch"}, `unknown benchmark "nosuch"`},

@@ -32,6 +32,27 @@ func TestEnvDefaults(t *testing.T) {
 	}
 }
 
+// TestEnvNoSysV: UCX's SysV segments are group-accessible, so the default
+// transport list excludes them; a UCX_TLS the user set is kept.
+func TestEnvNoSysV(t *testing.T) {
+	for _, over := range []bool{false, true} {
+		tls := ""
+		for _, kv := range envDefaults(over, false) {
+			if kv[0] == "UCX_TLS" {
+				tls = kv[1]
+			}
+		}
+		if tls != "^sysv" {
+			t.Errorf("oversubscribed %v: UCX_TLS default %q, want ^sysv", over, tls)
+		}
+	}
+	t.Setenv("UCX_TLS", "sm,self")
+	applyEnvDefaults(false, false)
+	if v := os.Getenv("UCX_TLS"); v != "sm,self" {
+		t.Errorf("user's UCX_TLS overridden: %q", v)
+	}
+}
+
 // The calibration's defaults (its decision: internal/shm TestCMASlow):
 // eager (a raised threshold) only where it decided so and ranks do not
 // outnumber cores.

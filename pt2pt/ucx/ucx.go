@@ -96,6 +96,12 @@ func envDefaults(oversubscribed, eager bool) [][2]string {
 		// No UCX error-signal handlers competing with the Go runtime's
 		// (effective where UCX reads it after process start).
 		{"UCX_HANDLE_ERRORS", "none"},
+		// Every transport but SysV shared memory: UCX creates its SysV
+		// segments group-readable and -writable (0660), so any user of the
+		// job owner's group could read or corrupt a job's messages. Its
+		// POSIX transport carries the same traffic through 0600 files it
+		// unlinks at once (peers attach through /proc/PID/fd).
+		{"UCX_TLS", "^sysv"},
 	}
 	if oversubscribed {
 		// With more ranks than cores a rendezvous waits for its receiver
