@@ -48,6 +48,17 @@ func genCaseWith(r *rand.Rand, k coll.Kind, p, root int, o opType) *tcase {
 
 // genCaseCount is genCaseWith with the count given.
 func genCaseCount(r *rand.Rand, k coll.Kind, p, root int, o opType, count int) *tcase {
+	return genCaseCounts(r, k, p, root, o, count, nil)
+}
+
+// genReduceScatter is a ReduceScatter of the given per-rank counts.
+func genReduceScatter(r *rand.Rand, o opType, counts []int) *tcase {
+	return genCaseCounts(r, coll.ReduceScatter, len(counts), 0, o, 0, counts)
+}
+
+// genCaseCounts is genCaseCount with, for ReduceScatter, the per-rank
+// counts given (rsCounts; random when nil).
+func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, rsCounts []int) *tcase {
 	c := &tcase{p: p, bufs: make([]rankBufs, p), t: o.t}
 	op, t := o.op, o.t
 	esz := t.Size()
@@ -347,6 +358,9 @@ func genCaseCount(r *rand.Rand, k coll.Kind, p, root int, o opType, count int) *
 			if k == coll.ReduceScatter {
 				counts[i] = pickCount(r, p) % 300
 			}
+		}
+		if k == coll.ReduceScatter && rsCounts != nil {
+			counts = rsCounts
 		}
 		total := 0
 		for _, x := range counts {

@@ -41,6 +41,7 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	w := colltest.NewWorld(c.p)
 	w.Slow = r.IntN(2) == 0
 	w.Immediate = r.IntN(2) == 0
+	w.Rendezvous = r.IntN(2) == 0
 	blocking := r.IntN(2) == 0
 	// A shared-memory segment (as package mpi gives the ranks of one node),
 	// big enough for the case or, sometimes, too small for it (the calls
@@ -96,11 +97,11 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 		}
 	})
 	if err != nil {
-		t.Fatalf("%s (blocking=%v, immediate=%v): %v", c.desc, blocking, w.Immediate, err)
+		t.Fatalf("%s (blocking=%v, immediate=%v, rendezvous=%v): %v", c.desc, blocking, w.Immediate, w.Rendezvous, err)
 	}
 	for i, b := range c.bufs {
 		if !sameResult(c.t, b.full, b.want) {
-			t.Fatalf("%s: rank %d receive buffer: %s", c.desc, i, diff(b.full, b.want))
+			t.Fatalf("%s (rendezvous=%v): rank %d receive buffer: %s", c.desc, w.Rendezvous, i, diff(b.full, b.want))
 		}
 		if !bytes.Equal(b.send, b.sendCopy) {
 			t.Fatalf("%s: rank %d send buffer modified", c.desc, i)

@@ -21,6 +21,12 @@ type Op struct {
 	// engine pick algorithms that combine in any order. Predefined
 	// operations are always commutative.
 	Commutative bool
+	// Typed restricts a user operation to elements of type Elem (package
+	// mpi's NewOp): a call on another type fails with dtype.ErrOp on every
+	// rank before anything moves, rather than on the ranks that happen to
+	// combine data (none on one rank, or a Reduce's leaves).
+	Typed bool
+	Elem  dtype.Type
 }
 
 // Builtin returns the Op for a predefined operation.
@@ -46,6 +52,9 @@ func (o Op) check(t dtype.Type) error {
 	}
 	if o.User == nil && !o.Builtin.Supports(t) {
 		return fmt.Errorf("coll: op %v on %v: %w", o.Builtin, t, dtype.ErrOp)
+	}
+	if o.User != nil && o.Typed && o.Elem != t {
+		return fmt.Errorf("coll: user op for %v used on %v: %w", o.Elem, t, dtype.ErrOp)
 	}
 	return nil
 }

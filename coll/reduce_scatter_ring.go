@@ -32,6 +32,10 @@ func reduceScatterRing(b *builder) {
 		b.recv(acc, left)
 		b.reduce(in, acc) // commutative: order does not matter
 		out = acc
+		// An empty block leaves no reduce to end the step's round, and the
+		// next step's receive (into the buffer this step sends from)
+		// would join it.
+		b.sync()
 	}
 	b.copy(b.rbuf, out)
 	b.scaleAvg(b.rbuf, p)

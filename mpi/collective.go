@@ -233,6 +233,8 @@ func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
 	esz := int(unsafe.Sizeof(z))
 	return Op{coll.Op{
 		Commutative: commutative,
+		Typed:       true,
+		Elem:        want,
 		User: func(in, inout []byte, t dtype.Type) error {
 			if t != want {
 				return fmt.Errorf("user op for %v used on %v: %w", want, t, ErrOp)

@@ -21,28 +21,57 @@ import (
 // (coll's "shm" algorithms, shared.go) instead of as messages.
 
 var cfgShmMax = config.NewInt("GOMPIX_SHM_MAX", -1,
-	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses by collective, ranks and cores, where the segment was measured to win (coll's sharedAuto: 16 KiB on 2 ranks, 64 KiB and 256 KiB for reduce where a cross-process read is dear; on more, 1 MiB for bcast, reduce and allgather, 64 KiB for allreduce, 16 KiB blocks for alltoall; 256 KiB when ranks outnumber cores), bounded so that a segment stays within 16 MiB. Every rank must have the same value")
+	"largest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host barrier, bcast, reduce, allreduce, allgather or alltoall that runs in the communicator's shared-memory segment, where all its ranks share a node; 0: never (every collective runs as messages); -1 chooses by collective, ranks and cores, where the segment was measured to win (coll's sharedAuto: 16 KiB on 2 ranks, 64 KiB and 256 KiB for reduce where a cross-process read is dear; on more, 1 MiB for bcast, reduce and allgather, 64 KiB for allreduce, 16 KiB blocks for alltoall; 256 KiB when ranks outnumber cores). Whatever the value, it is lowered so that a communicator's segment (8 slots of it per rank) stays within 16 MiB; larger contributions run as messages or single copy. Every rank must have the same value")
 
 var cfgShmCMAMin = config.NewInt("GOMPIX_SHM_CMA_MIN", -1,
 	"smallest contribution in bytes (a rank's whole send buffer for alltoall) of a blocking host bcast, reduce, allreduce, allgather or alltoall in the shared-memory segment that is read straight from the buffer of the rank that has it (one copy by the kernel: process_vm_readv), where the ranks may read each other's memory (checked when the segment is made); 0: never (the data goes through the segment's slots, or as messages beyond them); -1: what does not fit the slots, for the collectives, ranks and cores where that was measured to beat messages (coll's sharedCMAAuto: on 2 ranks bcast, allgather and alltoall, and reduce where a cross-process read is dear; beyond 2, allreduce above 16 KiB (not with a non-commutative user op), allgather and alltoall; bcast, allreduce, allgather and alltoall where ranks outnumber cores). Every rank must have the same value")
 
-// shmSegmentMaxBytes bounds a segment's size (memory taken when the
-// communicator's first blocking collective makes it: 16 MiB for 4 ranks
-// with a core each, 8 MiB for 4 on 2 cores, 256 KiB for 2).
+// shmSegmentMaxBytes bounds a segment's size, whatever GOMPIX_SHM_MAX
+// says: the segment is allocated whole when its communicator's first
+// blocking collective makes it (16 MiB for 4 ranks with a core each, 8
+// MiB for 4 on 2 cores, 256 KiB for 2 by default), and every rank has
+// sharedDepth slots, so an unbounded slot grows with the ranks: 1 GiB
+// per communicator for a 16 MiB slot on 8 ranks.
 const shmSegmentMaxBytes = 16 << 20
 
 // shmSlot is the slot size for a communicator of p ranks, GOMPIX_SHM_MAX or
-// coll's measured defaults (auto), bounded by shmSegmentMaxBytes.
+// coll's measured defaults (auto), lowered so that the segment stays within
+// shmSegmentMaxBytes (0: no segment, when not even a small slot fits).
 func shmSlot(p int) (slot int, auto bool, err error) {
 	slot, err = cfgShmMax.Get()
-	if err != nil || slot >= 0 {
-		return slot, false, err
+	if err != nil {
+		return 0, false, err
 	}
+	if slot >= 0 {
+		return fitSlot(p, slot), false, nil
+	}
+	// The measured bounds are powers of two; halving keeps them so.
 	slot = coll.SharedAutoSlot(p, nodeOversubscribed)
 	for slot > 64 && coll.SharedSize(p, slot) > shmSegmentMaxBytes {
 		slot /= 2
 	}
-	return slot, true, nil
+	return fitSlot(p, slot), true, nil
+}
+
+// fitSlot is the largest slot up to slot whose segment for p ranks stays
+// within shmSegmentMaxBytes.
+func fitSlot(p, slot int) int {
+	if slot <= 0 || coll.SharedSize(p, slot) <= shmSegmentMaxBytes {
+		return slot
+	}
+	lo, hi := 0, slot // SharedSize(p, lo) fits, SharedSize(p, hi) does not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if coll.SharedSize(p, mid) <= shmSegmentMaxBytes {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if coll.SharedSize(p, lo) > shmSegmentMaxBytes {
+		return 0
+	}
+	return lo
 }
 
 // nodeOversubscribed reports whether this node runs more ranks than it has

@@ -28,11 +28,25 @@ type World struct {
 	// Immediate, when set before use, lets Comm.TryRecv take a message
 	// that is there or comes within a short poll; otherwise it declines.
 	Immediate bool
+	// Rendezvous, when set before use, makes a send that finds no posted
+	// receive keep a reference to its buffer and complete only when a
+	// receive takes the data, as a transport's rendezvous protocol does:
+	// a schedule that changes a buffer while its send is in flight then
+	// sends the changed bytes. Otherwise sends copy their buffer at once.
+	Rendezvous bool
 }
 
 type message struct {
 	src, tag int
 	data     []byte
+	sent     *Request // Rendezvous: the send, completed when a receive takes data
+}
+
+// take completes the send of a message a receive has just copied.
+func (m *message) take() {
+	if m.sent != nil {
+		close(m.sent.done)
+	}
 }
 
 type posted struct {
@@ -148,6 +162,12 @@ func (c *Comm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
 			return doneRequest(), nil
 		}
 	}
+	if c.w.Rendezvous && len(buf) > 0 {
+		sent := c.w.newRequest(nil)
+		box.unexpected = append(box.unexpected, message{src: c.rank, tag: tag, data: buf, sent: sent})
+		box.mu.Unlock()
+		return sent, nil
+	}
 	box.unexpected = append(box.unexpected, message{src: c.rank, tag: tag, data: append([]byte(nil), buf...)})
 	box.mu.Unlock()
 	return doneRequest(), nil
@@ -166,6 +186,7 @@ func (c *Comm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
 			box.unexpected = append(box.unexpected[:i], box.unexpected[i+1:]...)
 			box.mu.Unlock()
 			req.deliver(m.data, len(buf))
+			m.take()
 			return req, nil
 		}
 	}
@@ -195,6 +216,7 @@ func (c *Comm) TryRecv(buf []byte, src, tag int) (int, bool, error) {
 				box.unexpected = append(box.unexpected[:i], box.unexpected[i+1:]...)
 				box.mu.Unlock()
 				n := copy(buf, m.data)
+				m.take()
 				if len(m.data) > len(buf) {
 					return n, true, fmt.Errorf("%d-byte message into a %d-byte buffer: %w", len(m.data), len(buf), ErrTruncate)
 				}
