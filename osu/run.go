@@ -279,6 +279,9 @@ func Usage(w io.Writer, b *Benchmark) {
 	fmt.Fprintf(w, "Options:\n")
 	for i := 0; i < len(b.opts); i++ {
 		c := b.opts[i]
+		if c == 'z' && b.noTail {
+			continue
+		}
 		spec, _ := findShort(c)
 		text := strings.ReplaceAll(helpText[c], "\n  ", "\n"+strings.Repeat(" ", 28))
 		fmt.Fprintf(w, "  -%c, --%-20s%s\n", c, spec.long, text)
