@@ -420,6 +420,9 @@ func runCollective(e *env, k *collective) error {
 			}
 			if d := wtime() - t0; i >= skip {
 				timer += d
+				if e.tail != nil {
+					e.tail[i-skip] = micros(d)
+				}
 			}
 			if e.o.Validate {
 				errs += it.check(i)
@@ -433,7 +436,11 @@ func runCollective(e *env, k *collective) error {
 		if err != nil {
 			return err
 		}
-		r := row{Size: size, Avg: st.Avg(0, e.n), Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])}
+		tail, err := e.collTail(iters)
+		if err != nil {
+			return err
+		}
+		r := row{Size: size, Avg: st.Avg(0, e.n), Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1]), Tail: tail}
 		if k.busFactor != nil && r.Avg > 0 {
 			r.AlgBW = float64(size*k.bytesFactor(e.n)) / (r.Avg * 1e3)
 			r.BusBW = r.AlgBW * k.busFactor(e.n)

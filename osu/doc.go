@@ -65,7 +65,10 @@
 // nonblocking forms), -t (nonblocking), -u (accepted), -d cuda and the
 // placement (H, D, MH, MD; D or M without -d implies CUDA, as in OSU;
 // CUDA without a usable GPU is refused, even with host buffers, rather
-// than measured on the host). gompix adds --nccl-bw to the collectives:
+// than measured on the host), -z / --tail-lat (tail latencies: P50, P90
+// and P99, or -z<P,P,...> with up to five percentiles of 1 to 99, the list
+// attached as getopt's optional argument). gompix adds --nccl-bw to the
+// collectives:
 // two more columns, nccl-tests' algorithm bandwidth (bytes / time, with
 // nccl-tests' notion of bytes) and bus bandwidth (algbw × 2(n−1)/n for
 // allreduce, (n−1)/n for allgather, reduce_scatter,
@@ -81,6 +84,18 @@
 // (Pass/Fail); a failed check makes every rank exit with status 1 after
 // the run.
 //
+// -z adds, after Validation, a column per percentile headed "P50 Tail
+// Lat(us)" ("P50 Tail BW(MB/s)" for bw, bibw and mbw_mr), 18 wide. Each
+// timed iteration is then timed alone and its figure kept: point-to-point
+// benchmarks use rank 0's (half the round trip; bw, bibw and mbw_mr the
+// iteration's bandwidth, as their row counts it); collectives, blocking
+// and nonblocking (the overall time), sum each iteration's time over the
+// ranks. The figures are sorted and percentile p is entry
+// iterations × p / 100 − 1 (integer division, as OSU; at least the first),
+// divided by the number of ranks for the collectives. The arrays are
+// allocated once per run and only with -z. gompix's stream_* benchmarks
+// refuse -z.
+//
 // # Differences from OSU
 //
 //   - Device buffers (-d cuda, D placements) come from mpi.AllocDevice on
@@ -91,8 +106,11 @@
 //   - Validation uses gompix's own patterns (every element checked,
 //     receive buffers poisoned first) instead of OSU's; -u is accepted
 //     and ignored, and -c takes no "log" argument.
+//   - -z accepts percentiles 1 to 99 only, at most five (OSU's help
+//     text's range; OSU itself takes 0 to 100 and reads outside its array
+//     for 0, and past five percentiles).
 //   - Not implemented: -G graphs, -P PAPI, -D derived datatypes, -I
-//     sessions, -l in-place, -z tail latency, -V varied windows,
+//     sessions, -l in-place, -V varied windows,
 //     osu_latency_mt/mp and the persistent and neighbourhood collectives;
 //     they are rejected with a message rather than ignored.
 //   - Timing uses Go's monotonic clock (wtime: time.Since a fixed

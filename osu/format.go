@@ -39,6 +39,8 @@ type table struct {
 	validate bool
 	rate     bool // msg-rate column (mbw_mr -R 1)
 	nccl     bool // nccl-tests algbw/busbw columns (collectives)
+	// tail are -z's percentiles, a column each after Validation.
+	tail []int
 }
 
 // row is one line of results. Times are microseconds, bandwidths MB/s
@@ -57,6 +59,8 @@ type row struct {
 	// nccl-tests columns.
 	AlgBW, BusBW float64
 	Errors       int
+	// Tail holds -z's figures, one per table.tail percentile.
+	Tail []float64
 }
 
 // preamble prints what OSU's print_preamble prints: an empty line and the
@@ -128,10 +132,22 @@ func (t *table) header() {
 	if t.validate {
 		fmt.Fprintf(w, "%*s", fieldWidth, "Validation")
 	}
+	for _, p := range t.tail {
+		fmt.Fprintf(w, "%*s", fieldWidth, t.tailHeading(p))
+	}
 	if t.nccl {
 		fmt.Fprintf(w, "%*s%*s", fieldWidth, "Alg BW(GB/s)", fieldWidth, "Bus BW(GB/s)")
 	}
 	fmt.Fprintln(w)
+}
+
+// tailHeading is the header of -z's column for percentile p: the
+// bandwidth benchmarks' per-iteration figures are bandwidths.
+func (t *table) tailHeading(p int) string {
+	if t.layout == layoutBandwidth || t.layout == layoutMsgRate {
+		return fmt.Sprintf("P%d Tail BW(MB/s)", p)
+	}
+	return fmt.Sprintf("P%d Tail Lat(us)", p)
 }
 
 func validationStatus(errors int) string {
@@ -181,6 +197,13 @@ func (t *table) row(r row) {
 	}
 	if t.validate {
 		fmt.Fprintf(w, "%*s", fieldWidth, validationStatus(r.Errors))
+	}
+	for i := range t.tail {
+		v := 0.0
+		if i < len(r.Tail) {
+			v = r.Tail[i]
+		}
+		fmt.Fprintf(w, "%*.*f", fieldWidth, precision, v)
 	}
 	if t.nccl {
 		fmt.Fprintf(w, "%*.*f%*.*f", fieldWidth, precision, r.AlgBW, fieldWidth, precision, r.BusBW)

@@ -152,3 +152,45 @@ func TestExtraColumns(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", w.String(), want)
 	}
 }
+
+// TestTailColumns pins -z's columns as OSU 7.4 prints them: one per
+// percentile, after Validation, headed "P<p> Tail Lat(us)" (bandwidth
+// benchmarks: "P<p> Tail BW(MB/s)") right-aligned in 18 columns, the
+// figures with 2 decimals; gompix's nccl-tests columns stay last.
+func TestTailColumns(t *testing.T) {
+	var w bytes.Buffer
+	tab := &table{w: &w, layout: layoutLatency, showSize: true, tail: []int{50, 90, 99}}
+	tab.header()
+	tab.row(row{Size: 1, Avg: 1.5, Tail: []float64{1.25, 2, 13.125}})
+	tab = &table{w: &w, layout: layoutLatency, showSize: true, full: true, validate: true, nccl: true, tail: []int{5, 50}}
+	tab.header()
+	tab.row(row{Size: 8, Avg: 1.5, Min: 1, Max: 2, Iterations: 100, Tail: []float64{0.5, 1.5}, AlgBW: 0.01, BusBW: 0.02})
+	tab = &table{w: &w, layout: layoutBandwidth, showSize: true, tail: []int{1, 99}}
+	tab.header()
+	tab.row(row{Size: 64, Bandwidth: 100, Tail: []float64{20, 150}})
+	tab = &table{w: &w, layout: layoutMsgRate, showSize: true, rate: true, tail: []int{50}}
+	tab.header()
+	tab.row(row{Size: 1, Bandwidth: 8.5, MsgRate: 8500000, Tail: []float64{9}})
+	tab = &table{w: &w, layout: layoutLatency, showSize: false, tail: []int{90}}
+	tab.header()
+	tab.row(row{Avg: 3, Tail: []float64{4}})
+	tab = &table{w: &w, layout: layoutNBC, showSize: true, tail: []int{99}}
+	tab.header()
+	tab.row(row{Size: 4, Avg: 10, Compute: 6, Comm: 5, Overlap: 80, Tail: []float64{12}})
+	want := "" +
+		"# Size       Avg Latency(us)  P50 Tail Lat(us)  P90 Tail Lat(us)  P99 Tail Lat(us)\n" +
+		"1                       1.50              1.25              2.00             13.12\n" +
+		"# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations        Validation   P5 Tail Lat(us)  P50 Tail Lat(us)      Alg BW(GB/s)      Bus BW(GB/s)\n" +
+		"8                       1.50              1.00              2.00         100              Pass              0.50              1.50              0.01              0.02\n" +
+		"# Size      Bandwidth (MB/s)  P1 Tail BW(MB/s) P99 Tail BW(MB/s)\n" +
+		"64                    100.00             20.00            150.00\n" +
+		"# Size                  MB/s        Messages/s P50 Tail BW(MB/s)\n" +
+		"1                       8.50        8500000.00              9.00\n" +
+		"# Avg Latency(us)  P90 Tail Lat(us)\n" +
+		"             3.00              4.00\n" +
+		"# Size           Overall(us)       Compute(us)    Pure Comm.(us)        Overlap(%)  P99 Tail Lat(us)\n" +
+		"4                      10.00              6.00              5.00             80.00             12.00\n"
+	if w.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", w.String(), want)
+	}
+}

@@ -74,6 +74,9 @@ func runNonblocking(e *env, k *collective) error {
 				compute += t2 - t1
 				test += tt
 				wait += t3 - t2
+				if e.tail != nil {
+					e.tail[i-skip] = micros(t3 - t0)
+				}
 			}
 			if e.o.Validate {
 				errs += it.check(i)
@@ -87,8 +90,13 @@ func runNonblocking(e *env, k *collective) error {
 		if err != nil {
 			return err
 		}
+		tail, err := e.collTail(iters)
+		if err != nil {
+			return err
+		}
 		n := e.n
 		r := row{
+			Tail:    tail,
 			Size:    size,
 			Avg:     st.Avg(0, n),
 			Compute: st.Avg(1, n) - st.Avg(2, n),

@@ -131,7 +131,9 @@ type Options struct {
 	Root             int  // -k fixed:N; -1 rotates
 	TestCalls        int  // -t for nonblocking collectives
 	NCCLBandwidth    bool // --nccl-bw: nccl-tests algbw/busbw columns
-	Help, Version    bool
+	// TailPercentiles are the percentiles -z prints (nil: no -z).
+	TailPercentiles []int
+	Help, Version   bool
 	// sizeSet records that -m gave a minimum (so kind defaults do not
 	// override it).
 	minSet bool
@@ -211,7 +213,44 @@ var unsupported = map[byte]string{
 	'D': "Derived data types are not supported by gompix",
 	'I': "MPI sessions are not supported by gompix",
 	'l': "MPI_IN_PLACE is not supported by gompix yet",
-	'z': "Tail latency is not supported by gompix yet",
+}
+
+// Limits of -z: OSU prints at most five percentiles, each 1 to 99 (its
+// column header has room for two digits).
+const (
+	maxTailPercentiles = 5
+	minTailPercentile  = 1
+	maxTailPercentile  = 99
+)
+
+// defaultTailPercentiles are what a bare -z prints.
+var defaultTailPercentiles = []int{50, 90, 99}
+
+// setTailPercentiles implements -z: no argument for the default
+// percentiles, or a comma-separated list attached to it (-z50,99).
+func (o *Options) setTailPercentiles(b *Benchmark, opt, arg string, hasArg bool) error {
+	if b.noTail {
+		return &UsageError{Message: "Tail latency is not supported by " + b.Binary(), Opt: opt}
+	}
+	if !hasArg {
+		o.TailPercentiles = append([]int(nil), defaultTailPercentiles...)
+		return nil
+	}
+	bad := &UsageError{Message: "Invalid percentile list (1 to 5 comma-separated percentiles, each 1-99)", Opt: opt, Arg: arg}
+	fields := strings.Split(arg, ",")
+	if len(fields) > maxTailPercentiles {
+		return bad
+	}
+	ps := make([]int, 0, len(fields))
+	for _, f := range fields {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < minTailPercentile || v > maxTailPercentile {
+			return bad
+		}
+		ps = append(ps, v)
+	}
+	o.TailPercentiles = ps
+	return nil
 }
 
 // Parse parses OSU-style arguments for benchmark b, in the way OSU 7.4's
@@ -537,6 +576,8 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 			return &UsageError{Message: "Invalid Number of Probes", Opt: opt, Arg: arg}
 		}
 		o.TestCalls = v
+	case 'z':
+		return o.setTailPercentiles(b, opt, arg, hasArg)
 	case 'a':
 		if _, err := atoi(opt, arg, "Invalid Device Array Size"); err != nil {
 			return err

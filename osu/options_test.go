@@ -103,6 +103,20 @@ func TestParse(t *testing.T) {
 		// A collective, enqueued or not: -d alone puts its buffers on the device.
 		{sar, []string{"-d", "cuda"}, func(o Options) bool { return o.Src == Device && o.Dst == Device }},
 		{sar, nil, func(o Options) bool { return o.Src == Host && o.Accel == AccelNone }},
+		// -z: bare for P50, P90, P99; a list only attached, as getopt's
+		// optional argument.
+		{lat, nil, func(o Options) bool { return o.TailPercentiles == nil }},
+		{lat, []string{"-z"}, func(o Options) bool { return reflect.DeepEqual(o.TailPercentiles, []int{50, 90, 99}) }},
+		{lat, []string{"-z50,99"}, func(o Options) bool { return reflect.DeepEqual(o.TailPercentiles, []int{50, 99}) }},
+		{lat, []string{"-z1,25,50,75,99", "-i", "5"}, func(o Options) bool {
+			return reflect.DeepEqual(o.TailPercentiles, []int{1, 25, 50, 75, 99}) && o.Iterations == 5
+		}},
+		{lat, []string{"--tail-lat"}, func(o Options) bool { return reflect.DeepEqual(o.TailPercentiles, []int{50, 90, 99}) }},
+		{bw, []string{"--tail-lat=95"}, func(o Options) bool { return reflect.DeepEqual(o.TailPercentiles, []int{95}) }},
+		{mustLookup(t, "allreduce"), []string{"-fz"}, func(o Options) bool {
+			return o.Full && reflect.DeepEqual(o.TailPercentiles, []int{50, 90, 99})
+		}},
+		{mustLookup(t, "ibarrier"), []string{"-z10"}, func(o Options) bool { return reflect.DeepEqual(o.TailPercentiles, []int{10}) }},
 	}
 	for _, tc := range cases {
 		o, err := Parse(tc.b, tc.args)
@@ -117,6 +131,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
+	const badTail = "Invalid percentile list (1 to 5 comma-separated percentiles, each 1-99)"
 	lat := mustLookup(t, "latency")
 	bw := mustLookup(t, "bw")
 	cases := []struct {
@@ -140,7 +155,18 @@ func TestParseErrors(t *testing.T) {
 		{lat, []string{"D"}, "Expected buffer placement SRC DST (H, D, MH or MD) [D]"},
 		{lat, []string{"D", "-m", "8", "D", "H"}, "Expected buffer placement SRC DST (H, D, MH or MD) [D D H]"},
 		{lat, []string{"X", "H"}, "Invalid buffer placement (want H, D, MH or MD) [X]"},
-		{lat, []string{"-z"}, "Tail latency is not supported by gompix yet [-z]"},
+		{lat, []string{"-z0"}, badTail + " [-z 0]"},
+		{lat, []string{"-z100"}, badTail + " [-z 100]"},
+		{lat, []string{"-z50,"}, badTail + " [-z 50,]"},
+		{lat, []string{"-z,50"}, badTail + " [-z ,50]"},
+		{lat, []string{"-zabc"}, badTail + " [-z abc]"},
+		{lat, []string{"-z-5"}, badTail + " [-z -5]"},
+		{lat, []string{"-z1,2,3,4,5,6"}, badTail + " [-z 1,2,3,4,5,6]"},
+		{lat, []string{"--tail-lat="}, badTail + " [--tail-lat]"},
+		{bw, []string{"--tail-lat=50;90"}, badTail + " [--tail-lat 50;90]"},
+		// The list must be attached: a separate word is a placement.
+		{lat, []string{"-z", "50"}, "Expected buffer placement SRC DST (H, D, MH or MD) [50]"},
+		{mustLookup(t, "stream_latency"), []string{"-z"}, "Tail latency is not supported by osu_stream_latency [-z]"},
 		{lat, []string{"--nope"}, "Invalid option [--nope]"},
 		{lat, []string{"--nccl-bw"}, "Invalid option [--nccl-bw]"},
 		{lat, []string{"--help=1"}, "Option takes no argument [--help 1]"},

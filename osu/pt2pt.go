@@ -110,7 +110,8 @@ func runLatency(e *env) error {
 		if e.b.name == "multi_lat" {
 			avg = st.Avg(0, e.n)
 		}
-		e.report(row{Size: size, Avg: avg, Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1])})
+		tail := e.pt2ptTail(iters, func(s float64) float64 { return s * 1e6 / 2 })
+		e.report(row{Size: size, Avg: avg, Min: st.Min[0], Max: st.Max[0], Iterations: iters, Errors: int(st.Sum[1]), Tail: tail})
 	}
 	return nil
 }
@@ -212,28 +213,34 @@ func (s *streamer) finish() error {
 
 // timedLoop runs skip+iters iterations of body, timing the last iters; with
 // validation each iteration is timed alone and prepare/check run outside
-// the timed region. It returns the timed duration and the error count.
+// the timed region, and with -z each is timed alone and its time (seconds)
+// stored in e.tail. It returns the timed duration and the error count.
 func (e *env) timedLoop(iters, skip int, prepare func(iter int), body func() error, check func(iter int) int) (time.Duration, int, error) {
 	var elapsed, t0 time.Duration
 	errs := 0
+	perIter := e.o.Validate || e.tail != nil
 	for i := 0; i < iters+skip; i++ {
 		if e.o.Validate {
 			prepare(i)
 		}
-		if i == skip || e.o.Validate {
+		if i == skip || perIter {
 			t0 = wtime()
 		}
 		if err := body(); err != nil {
 			return 0, 0, err
 		}
-		if e.o.Validate {
-			if i >= skip {
-				elapsed += wtime() - t0
+		if perIter && i >= skip {
+			d := wtime() - t0
+			elapsed += d
+			if e.tail != nil {
+				e.tail[i-skip] = d.Seconds()
 			}
+		}
+		if e.o.Validate {
 			errs += check(i)
 		}
 	}
-	if !e.o.Validate {
+	if !perIter {
 		elapsed = wtime() - t0
 	}
 	return elapsed, errs, nil
@@ -273,7 +280,9 @@ func runBandwidth(e *env) error {
 		if err != nil {
 			return err
 		}
-		e.report(row{Size: size, Bandwidth: bw, Errors: int(res.Sum[1])})
+		perIter := float64(size) / 1e6 * float64(e.o.Window)
+		tail := e.pt2ptTail(iters, func(s float64) float64 { return perIter / s })
+		e.report(row{Size: size, Bandwidth: bw, Errors: int(res.Sum[1]), Tail: tail})
 	}
 	return nil
 }
@@ -326,7 +335,9 @@ func runBiBandwidth(e *env) error {
 		if err != nil {
 			return err
 		}
-		e.report(row{Size: size, Bandwidth: bw, Errors: int(res.Sum[1])})
+		perIter := float64(size) / 1e6 * float64(e.o.Window) * 2
+		tail := e.pt2ptTail(iters, func(s float64) float64 { return perIter / s })
+		e.report(row{Size: size, Bandwidth: bw, Errors: int(res.Sum[1]), Tail: tail})
 	}
 	return nil
 }
@@ -384,7 +395,11 @@ func runMbwMr(e *env) error {
 		}
 		avgTime := res.Sum[0] / float64(pairs)
 		moved := float64(pairs) * float64(size) / 1e6 * float64(iters) * float64(e.o.Window)
-		r := row{Size: size, Bandwidth: moved / avgTime, Errors: int(res.Sum[1])}
+		// -z: rank 0's per-iteration bandwidth, counted for every pair as
+		// OSU does.
+		perIter := moved / float64(iters)
+		tail := e.pt2ptTail(iters, func(s float64) float64 { return perIter / s })
+		r := row{Size: size, Bandwidth: moved / avgTime, Errors: int(res.Sum[1]), Tail: tail}
 		if size > 0 {
 			r.MsgRate = r.Bandwidth * 1e6 / float64(size)
 		}

@@ -33,6 +33,8 @@ type Benchmark struct {
 	noSize bool
 	// noDatatype: no "# Datatype" line, -T not accepted (barrier).
 	noDatatype bool
+	// noTail: -z is refused (gompix's own benchmarks, which OSU has not).
+	noTail bool
 	// busFactor gives nccl-tests' bus bandwidth factor for n ranks and
 	// bytesFactor the nccl-tests "size" as a multiple of OSU's size; nil
 	// for benchmarks without nccl-tests columns.

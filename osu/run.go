@@ -30,6 +30,9 @@ type env struct {
 	tab    *table
 	stderr io.Writer
 	failed int // rows with validation errors
+	// tail and tailSum are -z's per-iteration figures and their sum over
+	// ranks (collectives); nil without -z.
+	tail, tailSum []float64
 }
 
 // sizes are the message sizes (bytes) to run for e's datatype: OSU skips
@@ -89,6 +92,7 @@ func Run(c *mpi.Comm, b *Benchmark, o *Options, out, stderr io.Writer) error {
 	if b.noDatatype {
 		types = []Datatype{Char}
 	}
+	tail, tailSum := newTail(o)
 	failed := 0
 	for _, dt := range types {
 		if !b.noDatatype {
@@ -102,9 +106,10 @@ func Run(c *mpi.Comm, b *Benchmark, o *Options, out, stderr io.Writer) error {
 			validate: o.Validate,
 			rate:     o.PrintRate,
 			nccl:     o.NCCLBandwidth && b.busFactor != nil,
+			tail:     o.TailPercentiles,
 		}
 		tab.header()
-		e := &env{c: c, rank: rank, n: n, b: b, o: o, dt: dt, tab: tab, stderr: stderr}
+		e := &env{c: c, rank: rank, n: n, b: b, o: o, dt: dt, tab: tab, stderr: stderr, tail: tail, tailSum: tailSum}
 		if err := b.run(e); err != nil {
 			return err
 		}
@@ -256,7 +261,7 @@ var helpText = map[byte]string{
 	'D': "derived datatypes (not supported)",
 	'I': "MPI sessions (not supported)",
 	'l': "MPI_IN_PLACE (not supported yet)",
-	'z': "tail latency (not supported yet)",
+	'z': "print tail latencies: -z for P50, P90 and P99,\n  -z<P,P,...> (attached) for up to 5 percentiles of 1-99",
 }
 
 // Usage prints b's help, as OSU's -h does.
@@ -274,6 +279,9 @@ func Usage(w io.Writer, b *Benchmark) {
 	fmt.Fprintf(w, "Options:\n")
 	for i := 0; i < len(b.opts); i++ {
 		c := b.opts[i]
+		if c == 'z' && b.noTail {
+			continue
+		}
 		spec, _ := findShort(c)
 		text := strings.ReplaceAll(helpText[c], "\n  ", "\n"+strings.Repeat(" ", 28))
 		fmt.Fprintf(w, "  -%c, --%-20s%s\n", c, spec.long, text)

@@ -26,13 +26,13 @@ import (
 //     timed with CUDA events, any number of ranks; compare with allreduce.
 func init() {
 	register(&Benchmark{name: "stream_allreduce", title: "Stream Enqueue Allreduce Latency Test", kind: kindCollective,
-		opts: optsLat, minRanks: 2, run: runStreamAllreduce})
+		opts: optsLat, noTail: true, minRanks: 2, run: runStreamAllreduce})
 	register(&Benchmark{name: "stream_latency", title: "Stream Enqueue Latency Test", kind: kindLatency,
-		opts: optsLat, exactRanks: 2, run: runStreamLatency})
+		opts: optsLat, noTail: true, exactRanks: 2, run: runStreamLatency})
 	register(&Benchmark{name: "stream_loop", title: "Stream Enqueue Kernel-Exchange-Kernel Loop Test", kind: kindLatency,
-		opts: optsLat, exactRanks: 2, run: func(e *env) error { return runStreamLoop(e, true) }})
+		opts: optsLat, noTail: true, exactRanks: 2, run: func(e *env) error { return runStreamLoop(e, true) }})
 	register(&Benchmark{name: "stream_loop_sync", title: "Synchronizing Kernel-Exchange-Kernel Loop Test", kind: kindLatency,
-		opts: optsLat, exactRanks: 2, run: func(e *env) error { return runStreamLoop(e, false) }})
+		opts: optsLat, noTail: true, exactRanks: 2, run: func(e *env) error { return runStreamLoop(e, false) }})
 }
 
 // streamEnv is a stream on this rank's current device and a stream

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -173,6 +175,7 @@ func TestOSUFailures(t *testing.T) {
 		{2, []string{"osu", "allreduce", "-d", "cuda"}, "CUDA (-d cuda, D) needs a usable GPU"},
 		{3, []string{"osu", "latency"}, "requires exactly two processes"},
 		{2, []string{"osu", "latency", "-q"}, "Invalid option [-q]"},
+		{2, []string{"osu", "latency", "-z0"}, "Invalid percentile list (1 to 5 comma-separated percentiles, each 1-99) [-z 0]"},
 		{1, []string{"osu", "nosuch"}, `unknown benchmark "nosuch"`},
 	}
 	for _, tc := range cases {
@@ -205,5 +208,60 @@ func TestHelp(t *testing.T) {
 	out, err = exec.Command(bin, "osu", "bw", "-v").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "# OSU MPI Bandwidth Test v7.4" {
 		t.Errorf("gompix osu bw -v: %v\n%q", err, out)
+	}
+}
+
+// TestOSUTailLatency runs -z on a point-to-point and a collective
+// benchmark: the header ends in one "P<p> Tail Lat(us)" column per
+// percentile, and every row carries that many more numbers.
+func TestOSUTailLatency(t *testing.T) {
+	bin := gompixBinary(t)
+	cases := []struct {
+		args  []string
+		title string
+		rows  int
+		base  int // numbers in a row without -z, the size included
+		ps    []string
+	}{
+		{[]string{"latency", "-m", "1:8", "-i", "20", "-x", "2", "-z"}, "Latency Test", 4, 2, []string{"50", "90", "99"}},
+		{[]string{"allreduce", "-m", "4:16", "-i", "20", "-x", "2", "-f", "-z50,99"}, "Allreduce Latency Test", 3, 5, []string{"50", "99"}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, errs, code := job(t, 2, bin, append([]string{"osu"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+			}
+			checkReport(t, out, tc.title, tc.rows, false)
+			var tail string
+			for _, p := range tc.ps {
+				tail += fmt.Sprintf("%18s", "P"+p+" Tail Lat(us)")
+			}
+			headers := 0
+			for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+				switch {
+				case strings.HasPrefix(l, "# Size"):
+					headers++
+					if !strings.HasSuffix(l, tail) {
+						t.Errorf("header %q does not end in %q", l, tail)
+					}
+				case l == "" || strings.HasPrefix(l, "#"):
+				default:
+					f := strings.Fields(l)
+					if len(f) != tc.base+len(tc.ps) {
+						t.Errorf("row %q: %d fields, want %d", l, len(f), tc.base+len(tc.ps))
+						continue
+					}
+					for _, s := range f[tc.base:] {
+						if v, err := strconv.ParseFloat(s, 64); err != nil || v < 0 {
+							t.Errorf("row %q: tail figure %q is not a time", l, s)
+						}
+					}
+				}
+			}
+			if headers != 1 {
+				t.Errorf("%d column headers, want 1:\n%s", headers, out)
+			}
+		})
 	}
 }
