@@ -81,15 +81,19 @@ func (e *SignalError) Error() string {
 //   - 128+signal when ctx is cancelled (with a SignalError cause, that signal
 //     is forwarded to every rank; otherwise SIGTERM is), then SIGKILL after
 //     Grace;
+//   - ExitNoFinalize when a rank that called Init exits 0 without Finalize
+//     (an error wrapping ErrNoFinalize); the others are terminated as above;
 //   - ExitTimeout when Config.Timeout ends the job;
-//   - ExitSetup or ExitNotFound when the job could not be started.
+//   - ExitSetup, ExitNotFound or ExitNotExecutable when the job could not be
+//     started.
 //
 // The error describes every failure; with more than one it is a
 // *multierror.Error listing them, each a *RankError where a rank failed. Run
 // also reports each event on Config.Stderr as it happens, prefixed
 // "gompirun: ", so a command-line caller need not print the error again.
 // When Run returns, every rank's process group has been sent SIGKILL, so no
-// process of the job (a rank's background children included) outlives it.
+// process of the job (a rank's background children included) outlives it,
+// and the job's shared-memory files (wireup.ShmPrefix) have been removed.
 func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 	cfg, err = cfg.withDefaults()
 	sink := &outputSink{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}

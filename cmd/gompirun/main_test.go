@@ -159,9 +159,11 @@ func sigName(s syscall.Signal) string {
 }
 
 // When gompirun itself is killed outright (no chance to clean up), the
-// ranks' own children die too, not only the ranks.
-func TestKilledLauncherLeavesNoProcess(t *testing.T) {
-	cmd := gompirunCmd("-n", "2", "sh", "-c", `sleep 60 & echo $$ $!; wait`)
+// ranks' own children die too, not only the ranks, and the job's
+// shared-memory files are removed.
+func TestKilledLauncherLeavesNothing(t *testing.T) {
+	cmd := gompirunCmd("-n", "2", "sh", "-c",
+		`f=/dev/shm/gompix-$GOMPIX_JOB_ID-$$-test; : >"$f" || exit; sleep 60 & echo $$ $! "$f"; wait`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -171,19 +173,25 @@ func TestKilledLauncherLeavesNoProcess(t *testing.T) {
 	}
 	sc := bufio.NewScanner(stdout)
 	var pids []int
-	for len(pids) < 4 && sc.Scan() {
-		for _, f := range strings.Fields(sc.Text()) {
+	var files []string
+	for len(files) < 2 && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			t.Fatalf("line %q", sc.Text())
+		}
+		for _, s := range f[:2] {
 			var pid int
-			if _, err := fmt.Sscan(f, &pid); err != nil {
-				t.Fatalf("not a pid line: %q", sc.Text())
+			if _, err := fmt.Sscan(s, &pid); err != nil {
+				t.Fatalf("not a pid: %q", sc.Text())
 			}
 			pids = append(pids, pid)
 		}
+		files = append(files, f[2])
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if len(pids) != 4 {
-		t.Fatalf("pids %v", pids)
+	if len(files) != 2 {
+		t.Fatalf("pids %v files %v", pids, files)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, pid := range pids {
@@ -191,6 +199,19 @@ func TestKilledLauncherLeavesNoProcess(t *testing.T) {
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Errorf("process %d survived gompirun", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, f := range files {
+		for {
+			if _, err := os.Stat(f); os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				os.Remove(f)
+				t.Errorf("%s survived gompirun", f)
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
