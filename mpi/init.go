@@ -128,7 +128,7 @@ func start() (*state, error) {
 		return nil, err
 	}
 	segmentPrefix = "gompix-"
-	if underLauncher {
+	if underLauncher && env.JobID != "" {
 		// The launcher removes the job's files by this prefix when the job
 		// ends, whichever rank died holding one.
 		segmentPrefix = wireup.ShmPrefix(env.JobID)

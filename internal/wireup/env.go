@@ -37,7 +37,8 @@ type JobEnv struct {
 	Secret               string // per-job secret for the wire-up server
 	GPU                  int    // device index, or NoGPU
 	// JobID names the job in files the ranks leave on the node (letters and
-	// digits only, so that it is safe in a file name and a glob).
+	// digits only, so that it is safe in a file name and a glob). gompirun
+	// always sets it; empty (a launcher without it) means no such name.
 	JobID string
 }
 
@@ -133,7 +134,7 @@ func (e JobEnv) validate() error {
 	if e.Secret == "" {
 		errs = append(errs, fmt.Errorf("%s is not set", EnvJobSecret))
 	}
-	if !validJobID(e.JobID) {
+	if e.JobID != "" && !validJobID(e.JobID) {
 		errs = append(errs, fmt.Errorf("%s=%q: want 1 to 32 letters or digits", EnvJobID, e.JobID))
 	}
 	return errors.Join(errs...)

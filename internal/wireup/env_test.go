@@ -65,7 +65,6 @@ func TestFromEnvironErrors(t *testing.T) {
 		{"no secret", map[string]string{EnvJobSecret: ""}, EnvJobSecret},
 		{"bad gpu", map[string]string{EnvGPU: "-2"}, EnvGPU},
 		{"gpu garbage", map[string]string{EnvGPU: "0x"}, EnvGPU},
-		{"no job id", map[string]string{EnvJobID: ""}, EnvJobID},
 		{"job id with a glob", map[string]string{EnvJobID: "ab*"}, EnvJobID},
 		{"job id with a slash", map[string]string{EnvJobID: "../x"}, EnvJobID},
 	}
@@ -86,6 +85,11 @@ func TestFromEnvironErrors(t *testing.T) {
 				t.Errorf("err = %v, want mention of %q", err, tt.inErr)
 			}
 		})
+	}
+	// No job id is allowed (segments then carry no job's name).
+	delete(good, EnvJobID)
+	if env, _, err := FromEnviron(mapEnv(good)); err != nil || env.JobID != "" {
+		t.Errorf("absent job id: %+v, %v", env, err)
 	}
 	// GPU absent means none.
 	delete(good, EnvGPU)
