@@ -14,10 +14,11 @@ deps:
 build: deps
 	$(GO) build -o $(BIN)/ ./cmd/... ./examples/...
 
-# demo: build everything and run the ring example on 4 ranks.
+# demo: build everything and run the ring example on 4 ranks (on fewer
+# CPUs too: --oversubscribe).
 demo: build
-	$(BIN)/gompirun -n 4 $(BIN)/hello
-	$(BIN)/gompirun -n 4 $(BIN)/ring -laps 100
+	$(BIN)/gompirun --oversubscribe -n 4 $(BIN)/hello
+	$(BIN)/gompirun --oversubscribe -n 4 $(BIN)/ring -laps 100
 
 vet:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)

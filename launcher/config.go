@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -65,6 +66,17 @@ type Config struct {
 	// local_rank % ngpus is an ordinal that exists in the rank. Nil counts
 	// none; gompirun plugs in NVML here (this package does not import it).
 	GPUCount func() int
+	// Oversubscribe allows more ranks than the hosts' slots: the extra
+	// ranks go to the hosts in turn, one each. Without it a job that does
+	// not fit its slots is refused. (With no Hosts, this host has NP slots:
+	// a caller that wants a rank per CPU, as gompirun does, checks that
+	// itself.)
+	Oversubscribe bool
+	// Signals, when not nil, carries signals to forward to every running
+	// rank as they arrive, without ending the job (gompirun forwards SIGUSR1
+	// and SIGUSR2 this way: batch systems send them before pre-emption). A
+	// rank they kill is reported as failed.
+	Signals <-chan syscall.Signal
 	// Program and Args are the command every rank runs. Program is looked
 	// up in PATH.
 	Program string

@@ -6,9 +6,21 @@
 // (internal/wireup) with a fresh per-job secret, starts every rank through a
 // Starter with the job environment, streams the ranks' output line by line,
 // and ends the job the way mpirun users expect: when a rank fails, the others
-// are terminated (SIGTERM, then SIGKILL after a grace period) and the job's
-// exit status is the failed rank's; an interrupt reaches every rank; a
-// timeout ends a hung job with status 124; no process survives the job.
+// are terminated (SIGTERM with SIGCONT, then SIGKILL after a grace period)
+// and the job's exit status is the failed rank's; a rank that called Init
+// and exits 0 without Finalize ends the job too (ErrNoFinalize); an
+// interrupt reaches every rank, and Config.Signals (SIGUSR1, SIGUSR2 in
+// gompirun) are forwarded without ending the job; a timeout ends a hung job
+// with status 124; no process survives the job.
+//
+// Shared memory: every job has an id (GOMPIX_JOB_ID) that the ranks put in
+// their segments' names (wireup.ShmPrefix), and the launcher removes every
+// /dev/shm file with that prefix when the job ends, so a rank killed between
+// creating a segment and unlinking it leaks no memory.
+//
+// The job secret reaches local ranks in their environment only; a remote
+// start (not implemented yet) is given it apart from its command line
+// (ProcSpec.Secret), and no message shows it.
 //
 // Layer: above internal/wireup, below cmd/gompirun. It may import
 // internal/wireup, the standard library and go-multierror; GPU discovery
@@ -19,7 +31,10 @@
 // and every signal the launcher sends goes to the group, so a rank that is a
 // shell script or forks helpers is ended with all its children. On Linux the
 // ranks also get PR_SET_PDEATHSIG(SIGKILL), so they die if the launcher itself
-// is killed without a chance to clean up.
+// is killed without a chance to clean up; and a small watchdog shell, told
+// every rank's group, kills those groups (the ranks' own children with them)
+// and removes the job's segments when the launcher's end of its stdin
+// closes without a word that the job ended normally.
 //
 // Concurrency: Run is safe to call from several goroutines at once (each
 // call is an independent job). It owns one goroutine per rank waiting for the

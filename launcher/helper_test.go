@@ -62,6 +62,12 @@ func helperMain(mode string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 8
 		}
+		if os.Getenv("GOMPIX_TEST_SKIP_FINALIZE") != "1" {
+			if err := c.Finalize(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 9
+			}
+		}
 		fmt.Printf("rank %d of %d: wire-up ok\n", env.Rank, env.Size)
 		return 0
 	case "lines":

@@ -17,9 +17,11 @@ type placement struct {
 
 // place fills hosts in order, each up to its slots (mpirun's by-slot
 // mapping), and numbers ranks within each host. No hosts means np slots on
-// this host. Oversubscription is refused: a rank per core is what the job's
-// author asked for, and silently doubling up would distort every benchmark.
-func place(np int, hosts []HostSlots, isLocal func(string) bool) ([]placement, error) {
+// this host. Oversubscription is refused unless asked for (oversubscribe):
+// a rank per slot is what the job's author asked for, and silently doubling
+// up would distort every benchmark. When asked for, the ranks beyond the
+// slots go to the hosts in turn.
+func place(np int, hosts []HostSlots, oversubscribe bool, isLocal func(string) bool) ([]placement, error) {
 	if len(hosts) == 0 {
 		hosts = []HostSlots{{Name: "localhost", Slots: np}}
 	}
@@ -38,12 +40,16 @@ func place(np int, hosts []HostSlots, isLocal func(string) bool) ([]placement, e
 	for _, h := range merged {
 		total += h.Slots
 	}
-	if np > total {
+	if np > total && !oversubscribe {
 		names := make([]string, len(merged))
 		for i, h := range merged {
 			names[i] = fmt.Sprintf("%s:%d", h.Name, h.Slots)
 		}
-		return nil, fmt.Errorf("not enough slots: %d processes requested, %d available (%s)", np, total, strings.Join(names, ","))
+		return nil, fmt.Errorf("not enough slots: %d processes requested, %d available (%s); --oversubscribe allows more processes than slots",
+			np, total, strings.Join(names, ","))
+	}
+	for i := 0; total < np; i, total = i+1, total+1 {
+		merged[i%len(merged)].Slots++
 	}
 	out := make([]placement, 0, np)
 	for node, h := range merged {

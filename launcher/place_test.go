@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,7 +9,7 @@ import (
 
 func TestPlace(t *testing.T) {
 	local := func(h string) bool { return h == "a" }
-	got, err := place(5, []HostSlots{{"a", 2}, {"b", 2}, {"a", 1}, {"c", 4}}, local)
+	got, err := place(5, []HostSlots{{"a", 2}, {"b", 2}, {"a", 1}, {"c", 4}}, false, local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,11 +20,11 @@ func TestPlace(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("place = %+v\nwant %+v", got, want)
 	}
-	got, err = place(2, nil, local)
+	got, err = place(2, nil, false, local)
 	if err != nil || len(got) != 2 || got[1].host != "localhost" || got[1].localSize != 2 {
 		t.Fatalf("no hosts: %+v, %v", got, err)
 	}
-	if _, err := place(4, []HostSlots{{"a", 1}, {"b", 2}}, local); err == nil || !strings.Contains(err.Error(), "a:1,b:2") {
+	if _, err := place(4, []HostSlots{{"a", 1}, {"b", 2}}, false, local); err == nil || !strings.Contains(err.Error(), "a:1,b:2") {
 		t.Fatalf("oversubscribed: %v", err)
 	}
 }
@@ -52,9 +53,32 @@ func TestAgentCommand(t *testing.T) {
 		Args:    []string{"-n", "it's"},
 		Forward: []string{"GOMPIX_RANK=3", "X=a b"},
 	})
-	want := []string{"ssh", "-p", "2222", "node7", `exec env GOMPIX_RANK=3 'X=a b' '/opt/my app/bin' -n 'it'\''s'`}
+	want := []string{"ssh", "-p", "2222", "node7",
+		`IFS= read -r GOMPIX_JOB_SECRET && export GOMPIX_JOB_SECRET && exec env GOMPIX_RANK=3 'X=a b' '/opt/my app/bin' -n 'it'\''s'`}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("AgentCommand = %q\nwant %q", got, want)
+	}
+}
+
+// The remote command line takes the secret from the first line of its
+// stdin and leaves the rest of it to the rank: run here by sh, as the
+// remote shell would.
+func TestAgentCommandSecretOnStdin(t *testing.T) {
+	const secret = "s3cr3t-value"
+	argv := AgentStarter{}.AgentCommand(ProcSpec{
+		Host: "node1", Program: "sh",
+		Args:    []string{"-c", `echo "$GOMPIX_JOB_SECRET|$GOMPIX_RANK|$(cat)"`},
+		Forward: []string{"GOMPIX_RANK=1"},
+		Secret:  secret,
+	})
+	if strings.Contains(strings.Join(argv, " "), secret) {
+		t.Fatalf("argv %q holds the secret", argv)
+	}
+	cmd := exec.Command("sh", "-c", argv[len(argv)-1])
+	cmd.Stdin = strings.NewReader(secret + "\nrank input\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != secret+"|1|rank input\n" {
+		t.Fatalf("remote command: %q, %v", out, err)
 	}
 }
 

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,7 +30,18 @@ const (
 	ExitSetup = 1
 	// ExitNotFound: the program was not found (as a shell reports it).
 	ExitNotFound = 127
+	// ExitNotExecutable: the program was found but cannot be executed (not
+	// executable, a directory, not a program), as a shell reports it.
+	ExitNotExecutable = 126
+	// ExitNoFinalize: a rank called Init and exited with status 0 without
+	// Finalize (Open MPI ends such a job with a non-zero status too).
+	ExitNoFinalize = 1
 )
+
+// ErrNoFinalize is wrapped by the error for a rank that joined the job (it
+// called mpi.Init) and exited with status 0 without calling Finalize: its
+// peers would wait for it until the timeout, so the launcher ends the job.
+var ErrNoFinalize = errors.New("exited without calling Finalize")
 
 // ErrTimeout is wrapped by the error Run returns when Config.Timeout ended
 // the job.
@@ -67,15 +81,19 @@ func (e *SignalError) Error() string {
 //   - 128+signal when ctx is cancelled (with a SignalError cause, that signal
 //     is forwarded to every rank; otherwise SIGTERM is), then SIGKILL after
 //     Grace;
+//   - ExitNoFinalize when a rank that called Init exits 0 without Finalize
+//     (an error wrapping ErrNoFinalize); the others are terminated as above;
 //   - ExitTimeout when Config.Timeout ends the job;
-//   - ExitSetup or ExitNotFound when the job could not be started.
+//   - ExitSetup, ExitNotFound or ExitNotExecutable when the job could not be
+//     started.
 //
 // The error describes every failure; with more than one it is a
 // *multierror.Error listing them, each a *RankError where a rank failed. Run
 // also reports each event on Config.Stderr as it happens, prefixed
 // "gompirun: ", so a command-line caller need not print the error again.
 // When Run returns, every rank's process group has been sent SIGKILL, so no
-// process of the job (a rank's background children included) outlives it.
+// process of the job (a rank's background children included) outlives it,
+// and the job's shared-memory files (wireup.ShmPrefix) have been removed.
 func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 	cfg, err = cfg.withDefaults()
 	sink := &outputSink{stdout: cfg.Stdout, stderr: cfg.Stderr, tag: cfg.TagOutput}
@@ -96,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 	if err != nil {
 		return setupFailed(ExitSetup, err)
 	}
-	places, err := place(cfg.NP, cfg.Hosts, isLocalHost)
+	places, err := place(cfg.NP, cfg.Hosts, cfg.Oversubscribe, isLocalHost)
 	if err != nil {
 		return setupFailed(ExitSetup, err)
 	}
@@ -111,6 +129,7 @@ type job struct {
 	sink   *outputSink
 	places []placement
 
+	srv    *wireup.Server
 	procs  []Proc
 	exited []bool
 	sent   []uint64 // per rank: bit s set when signal s was sent to it
@@ -124,8 +143,9 @@ type exitEvent struct {
 	err    error
 }
 
-func newSecret() (string, error) {
-	b := make([]byte, 32)
+// newSecret returns n random bytes in hex.
+func newSecret(n int) (string, error) {
+	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
@@ -144,9 +164,13 @@ func (j *job) starterFor(p placement) Starter {
 
 func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	np := len(j.places)
-	secret, err := newSecret()
+	secret, err := newSecret(32)
 	if err != nil {
 		return ExitSetup, fmt.Errorf("job secret: %w", err)
+	}
+	jobID, err := newSecret(8)
+	if err != nil {
+		return ExitSetup, fmt.Errorf("job id: %w", err)
 	}
 	// A job on this host only listens on loopback; a multi-host job must be
 	// reachable from the other nodes.
@@ -161,6 +185,7 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 		return ExitSetup, err
 	}
 	defer srv.Close()
+	j.srv = srv
 	addr := srv.Addr()
 	if !allLocal {
 		if host, herr := os.Hostname(); herr == nil {
@@ -179,6 +204,11 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 		return ExitSetup, err
 	}
 
+	shmGlob := filepath.Join(shmDir, wireup.ShmPrefix(jobID)) + "*"
+	// Started before the first rank, so that no rank's process group can
+	// outlive a launcher killed outright (SIGKILL).
+	wd := startWatchdog(shmGlob)
+
 	base := os.Environ()
 	exits := make(chan exitEvent, np)
 	var readers sync.WaitGroup
@@ -189,7 +219,7 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 			Rank: rank, Size: np,
 			LocalRank: pl.localRank, LocalSize: pl.localSize,
 			Node: pl.node, Addr: addr, Secret: secret,
-			GPU: wireup.NoGPU,
+			GPU: wireup.NoGPU, JobID: jobID,
 		}
 		if ngpus > 0 && pl.local {
 			je.GPU = pl.localRank % ngpus
@@ -198,8 +228,13 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 		spec := ProcSpec{
 			Rank: rank, Host: pl.host,
 			Program: j.cfg.Program, Args: j.cfg.Args,
-			Env:     append(slices.Clone(base), forward...),
-			Forward: forward,
+			Env: append(slices.Clone(base), forward...),
+			// The secret travels apart (ProcSpec.Secret), never on a
+			// command line.
+			Forward: slices.DeleteFunc(slices.Clone(forward), func(kv string) bool {
+				return strings.HasPrefix(kv, wireup.EnvJobSecret+"=")
+			}),
+			Secret: secret,
 		}
 		if rank == 0 && stdin != nil {
 			spec.Stdin = stdin
@@ -227,6 +262,9 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 			break
 		}
 		j.procs = append(j.procs, p)
+		if lp, ok := p.(*localProc); ok {
+			wd.watch(lp.Pid())
+		}
 		readEnds = append(readEnds, outR, errR)
 		readers.Add(2)
 		go func() { defer readers.Done(); j.sink.copyLines(rank, false, outR) }()
@@ -266,7 +304,22 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	for _, f := range readEnds {
 		f.Close()
 	}
+	// The job's processes are gone, so no segment can be made any more:
+	// remove what a rank killed between creating one and unlinking it left.
+	removeSegments(shmGlob)
+	wd.release()
 	return code, err
+}
+
+// shmDir is where the ranks' shared-memory segments live (internal/shm).
+var shmDir = "/dev/shm"
+
+// removeSegments removes every file matching glob (the job's segments).
+func removeSegments(glob string) {
+	names, _ := filepath.Glob(glob)
+	for _, name := range names {
+		os.Remove(name)
+	}
 }
 
 // rank0Stdin returns what rank 0 reads: the caller's *os.File as is, a pipe
@@ -335,8 +388,11 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 		j.sink.message(startErr.Error())
 		errs = append(errs, startErr)
 		code = ExitSetup
-		if errors.Is(startErr, exec.ErrNotFound) {
+		switch {
+		case errors.Is(startErr, exec.ErrNotFound):
 			code = ExitNotFound
+		case errors.Is(startErr, fs.ErrPermission), errors.Is(startErr, syscall.ENOEXEC):
+			code = ExitNotExecutable
 		}
 		terminate(syscall.SIGTERM)
 	}
@@ -360,6 +416,12 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 				rerr = &RankError{Rank: ev.rank, Pid: j.procs[ev.rank].Pid(), Host: j.places[ev.rank].host, Status: ev.status}
 				if code == 0 {
 					code = ev.status.ShellCode()
+				}
+			case !ev.status.Failed() && !terminating && j.leftWithoutFinalize(ev.rank):
+				rerr = fmt.Errorf("rank %d (pid %d) %w after Init; ending the job, whose other ranks would wait for it",
+					ev.rank, j.procs[ev.rank].Pid(), ErrNoFinalize)
+				if code == 0 {
+					code = ExitNoFinalize
 				}
 			default:
 				continue
@@ -402,6 +464,15 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 		case <-graceC:
 			graceC = nil
 			j.signalRunning(syscall.SIGKILL)
+
+		case sig := <-j.cfg.Signals:
+			// Not remembered as sent: a rank this kills (it has no
+			// handler) failed on its own account.
+			for r, p := range j.procs {
+				if !j.exited[r] {
+					p.Signal(sig)
+				}
+			}
 		}
 	}
 
@@ -416,7 +487,9 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 }
 
 // signalRunning sends sig to every rank not yet reaped, remembering it so the
-// resulting deaths are not reported as failures.
+// resulting deaths are not reported as failures. Any signal but SIGKILL is
+// followed by SIGCONT: a stopped rank (SIGSTOP, a debugger, Ctrl-Z) would
+// otherwise hold the signal pending until the SIGKILL a grace period later.
 func (j *job) signalRunning(sig syscall.Signal) {
 	for r, p := range j.procs {
 		if j.exited[r] {
@@ -424,7 +497,21 @@ func (j *job) signalRunning(sig syscall.Signal) {
 		}
 		j.sent[r] |= 1 << uint(sig)
 		p.Signal(sig)
+		if sig != syscall.SIGKILL {
+			p.Signal(syscall.SIGCONT)
+		}
 	}
+}
+
+// leftWithoutFinalize reports whether rank joined the job's store (it
+// called Init) and has not said it finalized. A program that never calls
+// Init (gompirun -n 2 hostname) never joins.
+func (j *job) leftWithoutFinalize(rank int) bool {
+	if j.srv == nil {
+		return false
+	}
+	joined, finalized := j.srv.Rank(rank)
+	return joined && !finalized
 }
 
 // causedByUs reports whether status is explained by a signal the launcher

@@ -7,7 +7,12 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/gompix/gompix/internal/wireup"
 )
+
+// wireupSecretVar is the variable the remote shell reads the secret into.
+const wireupSecretVar = wireup.EnvJobSecret
 
 // ErrRemoteUnsupported is returned for ranks placed on another host: the
 // remote Starter builds its launch-agent command line but does not run it
@@ -24,9 +29,14 @@ type ProcSpec struct {
 	// launcher's environment, then Forward.
 	Env []string
 	// Forward is the part of Env the launcher decided (-x variables and the
-	// job contract); a remote start sets these on the far side, where the
-	// rest of the environment is the remote host's own.
+	// job contract) less the job secret; a remote start sets these on the
+	// far side, where the rest of the environment is the remote host's own.
 	Forward []string
+	// Secret is the job secret (in Env as GOMPIX_JOB_SECRET, not in
+	// Forward). A remote start must hand it over on the agent's stdin,
+	// never on a command line, where every user of either host could read
+	// it (ps), nor in a message.
+	Secret string
 	// Stdin, Stdout and Stderr are the rank's standard streams. Run passes
 	// *os.File values (pipe ends or the launcher's stdin), so no copying
 	// goroutine sits between a local rank and the launcher.
@@ -147,15 +157,18 @@ func (a AgentStarter) Start(spec ProcSpec) (Proc, error) {
 }
 
 // AgentCommand is the argv that starts spec's rank on spec.Host: the agent's
-// words, the host, and one shell command line for the remote shell that sets
-// the forwarded variables and execs the program (exec, so the rank is the
-// process the agent's session signals).
+// words, the host, and one shell command line for the remote shell that
+// reads the job secret from the first line of its stdin, sets it and the
+// forwarded variables and execs the program (exec, so the rank is the
+// process the agent's session signals). The secret is not in the argv: the
+// starter writes spec.Secret and a newline to the agent's stdin before the
+// rank's own input (sh's read takes no more than that line).
 func (a AgentStarter) AgentCommand(spec ProcSpec) []string {
 	agent := strings.Fields(a.Agent)
 	if len(agent) == 0 {
 		agent = []string{DefaultLaunchAgent}
 	}
-	words := []string{"exec", "env"}
+	words := []string{"IFS=", "read", "-r", wireupSecretVar, "&&", "export", wireupSecretVar, "&&", "exec", "env"}
 	for _, kv := range spec.Forward {
 		words = append(words, shellQuote(kv))
 	}

@@ -40,6 +40,9 @@ type state struct {
 	ucx    *ucx.Transport // the transport under any decorator (tests read it)
 	// stopProfile ends GOMPIX_CPUPROFILE's profile (nil when off).
 	stopProfile func() error
+	// finalizing: close is Finalize's, so the launcher is told this rank
+	// finalized (a rank that exits without it ends the job).
+	finalizing bool
 }
 
 var (
@@ -123,6 +126,12 @@ func start() (*state, error) {
 		SameNode: func(int) bool { return true }}) // gompirun starts every rank on one node today
 	if err != nil {
 		return nil, err
+	}
+	segmentPrefix = "gompix-"
+	if underLauncher && env.JobID != "" {
+		// The launcher removes the job's files by this prefix when the job
+		// ends, whichever rank died holding one.
+		segmentPrefix = wireup.ShmPrefix(env.JobID)
 	}
 	s := &state{env: env}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -224,14 +233,20 @@ func Finalize() error {
 	s := cur
 	cur = nil
 	finalized = true
+	s.finalizing = true
 	if err := s.close(); err != nil {
 		return &pt2pt.OpError{Op: "finalize", Class: ErrOther, Err: err}
 	}
 	return nil
 }
 
+// finalizeReportTimeout bounds Finalize's word to the launcher (one round
+// trip to a store on this host).
+const finalizeReportTimeout = 30 * time.Second
+
 // close releases what start made, in order: the transport (through the
-// engine), the profile, the launcher connection; it returns the first
+// engine), the profile, the launcher connection (after telling the
+// launcher, from Finalize, that this rank finalized); it returns the first
 // error. Finalize ends with it, and Init where it fails after start.
 func (s *state) close() error {
 	err := s.engine.Close()
@@ -239,6 +254,13 @@ func (s *state) close() error {
 		if perr := s.stopProfile(); err == nil {
 			err = perr
 		}
+	}
+	if s.client != nil && s.finalizing {
+		ctx, cancel := context.WithTimeout(context.Background(), finalizeReportTimeout)
+		if ferr := s.client.Finalize(ctx); err == nil {
+			err = ferr
+		}
+		cancel()
 	}
 	if s.client != nil {
 		if cerr := s.client.Close(); err == nil {

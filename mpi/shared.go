@@ -74,6 +74,12 @@ func fitSlot(p, slot int) int {
 	return lo
 }
 
+// segmentPrefix begins every segment's name (set by Init): under gompirun
+// the job's prefix (wireup.ShmPrefix), which the launcher sweeps when the
+// job ends, so that a rank killed between a segment's creation and its
+// unlink leaks nothing.
+var segmentPrefix = "gompix-"
+
 // nodeOversubscribed reports whether this node runs more ranks than it has
 // cores (set by Init): a rank waiting in a shared-memory collective then
 // gives its core away early.
@@ -132,7 +138,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	var rec [recBytes]byte
 	var seg *shm.Segment
 	if c.Rank() == 0 {
-		if seg, err = shm.Create(fmt.Sprintf("gompix-%d", os.Getpid()), size); err == nil && len(seg.Name()) < shmNameBytes {
+		if seg, err = shm.Create(fmt.Sprintf("%s%d", segmentPrefix, os.Getpid()), size); err == nil && len(seg.Name()) < shmNameBytes {
 			copy(rec[:], seg.Name())
 		}
 	}

@@ -55,7 +55,8 @@ for r in $(seq 1 "$rounds"); do
 		extra=""
 		[ "$n" -gt "$(nproc)" ] && extra="--oversubscribe"
 		for c in allreduce bcast reduce allgather alltoall; do
-			g=$($G -n $n $X osu $c -m 8:1048576)
+			g=$($G $extra -n $n $X osu $c -m 8:1048576)
+			# BASE may predate --oversubscribe (then it needed none).
 			gb=$(base -n $n osu $c -m 8:1048576)
 			o=$($M $extra -n $n $B $c $sizes 2>&1)
 			v=$($M1 $extra -n $n $B $c $sizes 2>&1)

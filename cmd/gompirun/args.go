@@ -38,13 +38,14 @@ type option struct {
 }
 
 type parser struct {
-	cfg      launcher.Config
-	hosts    []launcher.HostSlots
-	hostfile string
-	npSet    bool
-	hostSet  bool
-	readFile func(string) ([]byte, error)
-	done     error // errHelp or errVersion once seen
+	cfg        launcher.Config
+	hosts      []launcher.HostSlots
+	hostfile   string
+	npSet      bool
+	hostSet    bool
+	timeoutSet bool
+	readFile   func(string) ([]byte, error)
+	done       error // errHelp or errVersion once seen
 }
 
 var options = []option{
@@ -85,8 +86,13 @@ var options = []option{
 		return err
 	}},
 	{[]string{"timeout"}, true, func(p *parser, v string) error {
-		d, err := parseTimeout(v)
-		p.cfg.Timeout = d
+		d, err := parseTimeout("--timeout", v)
+		p.cfg.Timeout, p.timeoutSet = d, true
+		return err
+	}},
+	{[]string{"oversubscribe"}, false, func(p *parser, v string) error {
+		b, err := boolValue("oversubscribe", v)
+		p.cfg.Oversubscribe = b
 		return err
 	}},
 	{[]string{"gpu-bind"}, true, func(p *parser, v string) error {
@@ -143,11 +149,14 @@ func boolValue(name, v string) (bool, error) {
 // program, and everything after it is the program's, so
 // "gompirun -n 2 hostname -n 5" runs "hostname -n 5" twice. Hand-written
 // because mpirun's single-dash long flags (-np 4) fit no flag library.
+//
+// MPIEXEC_TIMEOUT (seconds), as mpirun honours it, is the default of
+// --timeout.
 func parseArgs(args []string) (launcher.Config, error) {
-	return parseArgsWith(args, os.ReadFile)
+	return parseArgsWith(args, os.ReadFile, os.Getenv)
 }
 
-func parseArgsWith(args []string, readFile func(string) ([]byte, error)) (launcher.Config, error) {
+func parseArgsWith(args []string, readFile func(string) ([]byte, error), getenv func(string) string) (launcher.Config, error) {
 	p := &parser{readFile: readFile}
 	i := 0
 	for i < len(args) {
@@ -182,6 +191,13 @@ func parseArgsWith(args []string, readFile func(string) ([]byte, error)) (launch
 	}
 	if i >= len(args) {
 		return launcher.Config{}, usagef("no program given")
+	}
+	if v := getenv("MPIEXEC_TIMEOUT"); v != "" && !p.timeoutSet {
+		d, err := parseTimeout("MPIEXEC_TIMEOUT", v)
+		if err != nil {
+			return launcher.Config{}, err
+		}
+		p.cfg.Timeout = d
 	}
 	p.cfg.Program = args[i]
 	p.cfg.Args = args[i+1:]
@@ -252,7 +268,7 @@ func parseHostSlots(s string) (launcher.HostSlots, error) {
 
 // parseHostfile parses Open MPI style hostfile lines: "host", "host:N" or
 // "host slots=N [max_slots=M]"; blank lines and # comments are skipped.
-// max_slots is accepted and ignored (oversubscription is not supported).
+// max_slots is accepted and ignored (--oversubscribe lifts every limit).
 func parseHostfile(path, data string) ([]launcher.HostSlots, error) {
 	var out []launcher.HostSlots
 	sc := bufio.NewScanner(strings.NewReader(data))
@@ -292,17 +308,17 @@ func parseHostfile(path, data string) ([]launcher.HostSlots, error) {
 }
 
 // parseTimeout accepts seconds ("30", "1.5", as mpirun's --timeout) or a Go
-// duration ("30s", "2m").
-func parseTimeout(v string) (time.Duration, error) {
+// duration ("30s", "2m"); what names the setting in messages.
+func parseTimeout(what, v string) (time.Duration, error) {
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
 		if secs < 0 || secs > 1e9 {
-			return 0, usagef("--timeout %q: out of range", v)
+			return 0, usagef("%s %q: out of range", what, v)
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, usagef("--timeout %q: want seconds or a duration such as 30s", v)
+		return 0, usagef("%s %q: want seconds or a duration such as 30s", what, v)
 	}
 	return d, nil
 }

@@ -35,6 +35,7 @@ func TestParseArgs(t *testing.T) {
 		agent   string
 		program string
 		args    []string
+		over    bool
 	}
 	tests := []struct {
 		name string
@@ -64,6 +65,7 @@ func TestParseArgs(t *testing.T) {
 		{"timeout seconds", "--timeout 5 prog", want{timeout: 5 * time.Second, program: "prog", args: []string{}}, ""},
 		{"timeout fraction", "--timeout=0.5 prog", want{timeout: 500 * time.Millisecond, program: "prog", args: []string{}}, ""},
 		{"timeout duration", "--timeout 2m prog", want{timeout: 2 * time.Minute, program: "prog", args: []string{}}, ""},
+		{"oversubscribe", "--oversubscribe -n 3 prog", want{np: 3, over: true, program: "prog", args: []string{}}, ""},
 		{"gpu-bind", "--gpu-bind none prog", want{gpu: "none", program: "prog", args: []string{}}, ""},
 		{"launch-agent", "--launch-agent 'ssh -p 22' prog", want{agent: "ssh -p 22", program: "prog", args: []string{}}, ""},
 
@@ -89,7 +91,7 @@ func TestParseArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := parseArgsWith(splitArgs(tt.args), readFile)
+			cfg, err := parseArgsWith(splitArgs(tt.args), readFile, noEnv)
 			if tt.err != "" {
 				msg, isUsage := strings.CutPrefix(tt.err, "usage:")
 				var ue *usageError
@@ -101,11 +103,46 @@ func TestParseArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := want{cfg.NP, cfg.Hosts, cfg.Env, cfg.TagOutput, cfg.Timeout, cfg.GPUBind, cfg.LaunchAgent, cfg.Program, cfg.Args}
+			got := want{cfg.NP, cfg.Hosts, cfg.Env, cfg.TagOutput, cfg.Timeout, cfg.GPUBind, cfg.LaunchAgent, cfg.Program, cfg.Args, cfg.Oversubscribe}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("parseArgs(%s)\n got %+v\nwant %+v", tt.args, got, tt.want)
 			}
 		})
+	}
+}
+
+func noEnv(string) string { return "" }
+
+// MPIEXEC_TIMEOUT is --timeout's default, as for mpirun; the flag wins.
+func TestMPIExecTimeout(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "MPIEXEC_TIMEOUT" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		env, args string
+		want      time.Duration
+		err       string
+	}{
+		{"30", "prog", 30 * time.Second, ""},
+		{"1.5", "prog", 1500 * time.Millisecond, ""},
+		{"30", "--timeout 2 prog", 2 * time.Second, ""},
+		{"", "prog", 0, ""},
+		{"soon", "prog", 0, "MPIEXEC_TIMEOUT"},
+		{"-3", "prog", 0, "MPIEXEC_TIMEOUT"},
+	} {
+		cfg, err := parseArgsWith(splitArgs(tc.args), nil, env(tc.env))
+		var ue *usageError
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &ue)):
+			t.Errorf("MPIEXEC_TIMEOUT=%s %s: err %v, want usage error naming %s", tc.env, tc.args, err, tc.err)
+		case tc.err == "" && (err != nil || cfg.Timeout != tc.want):
+			t.Errorf("MPIEXEC_TIMEOUT=%s %s: timeout %v, %v; want %v", tc.env, tc.args, cfg.Timeout, err, tc.want)
+		}
 	}
 }
 

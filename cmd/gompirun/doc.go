@@ -6,17 +6,23 @@
 // job's status: 0 when every rank exits 0, the first failed rank's status
 // (128+signal for a signal) otherwise, 124 when --timeout ends the job, 130
 // or 143 when gompirun is interrupted by SIGINT or SIGTERM (the signal is
-// forwarded to every rank first), 2 for a usage error.
+// forwarded to every rank first), 127 or 126 when the program is not found
+// or not executable, 1 when a rank exits without calling mpi.Finalize after
+// mpi.Init or the job cannot start, 2 for a usage error. SIGUSR1 and SIGUSR2
+// are forwarded to every rank. Every rank runs on this host today.
 //
 // Flags follow mpirun's habits and parsing stops at the program name, so
 // flags after it belong to the program:
 //
-//	-n, -np, --np N        number of ranks (also --n=N, --np=N)
+//	-n, -np, --np N        number of ranks (also --n=N, --np=N); more than
+//	                       the CPUs only with --oversubscribe, as mpirun
+//	--oversubscribe        allow more ranks than CPUs or slots
 //	-H, --host h:s,...     hosts and their slots (slots default to 1)
 //	--hostfile FILE        lines of "host [slots=N]" or "host:N"; # comments
 //	-x NAME[=VAL]          set NAME in every rank, or copy gompirun's value
 //	--tag-output           prefix lines with [1,<rank>]<stdout>: / <stderr>:
-//	--timeout T            end the job after T seconds (or a Go duration: 30s)
+//	--timeout T            end the job after T seconds (or a Go duration: 30s);
+//	                       MPIEXEC_TIMEOUT gives the default
 //	--gpu-bind local|none  GPU binding policy (local: local_rank % ngpus)
 //	--launch-agent CMD     remote start command (ssh by default)
 //	-h, --help; --version
@@ -29,5 +35,6 @@
 // argument parser, signal wiring and the exit status.
 //
 // Concurrency: main runs the job on its goroutine; one goroutine turns
-// SIGINT/SIGTERM into cancellation of the job's context.
+// SIGINT/SIGTERM into cancellation of the job's context and passes
+// SIGUSR1/SIGUSR2 on to the ranks.
 package main

@@ -19,18 +19,26 @@ import (
 const usage = `usage: gompirun [-n N] [flags] PROGRAM [ARGS...]
 
   -n, -np, --np N         number of ranks (default: all slots, or one per CPU)
+      --oversubscribe     allow more ranks than CPUs (or than the hosts' slots)
   -H, --host h[:s],...    hosts and their slots
       --hostfile FILE     hosts from a file ("host slots=N" or "host:N" lines)
   -x NAME[=VALUE]         set NAME in every rank, or pass gompirun's value on
       --tag-output        prefix each output line with [1,<rank>]<stdout>:
       --timeout T         end the job after T seconds (or a duration: 30s);
-                          exit status 124
+                          exit status 124; default: $MPIEXEC_TIMEOUT seconds
       --gpu-bind POLICY   local (GPU = local rank % GPUs, default) or none
-      --launch-agent CMD  command that starts ranks on other hosts (ssh)
+      --launch-agent CMD  command that would start ranks on other hosts (ssh)
   -h, --help              this help
       --version           print the version
 
 Flags end at PROGRAM; what follows belongs to it.
+
+One host only, today: every rank runs on this machine. -H and --hostfile
+are accepted, but a job that places a rank on another host fails to start
+(remote start is not implemented yet).
+
+SIGINT and SIGTERM end the job (status 128+signal); SIGUSR1 and SIGUSR2 are
+forwarded to every rank and the job goes on.
 `
 
 func main() {
@@ -56,20 +64,43 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = stdin, stdout, stderr
+	if n := runtime.NumCPU(); !cfg.Oversubscribe && len(cfg.Hosts) == 0 && cfg.NP > n {
+		// As mpirun: a rank per CPU unless asked otherwise, since ranks
+		// sharing CPUs distort every timing the job makes.
+		fmt.Fprintf(stderr, "gompirun: %d ranks requested but this host has %d CPUs; "+
+			"run with --oversubscribe to start more ranks than CPUs\n", cfg.NP, n)
+		return launcher.ExitSetup
+	}
 
 	// SIGINT/SIGTERM cancel the job with the signal as the cause; Run
 	// forwards it to every rank and returns 128+signal. Handling them here
-	// also keeps gompirun alive long enough to clean up.
+	// also keeps gompirun alive long enough to clean up. SIGUSR1/SIGUSR2
+	// (a batch system's warning before pre-emption) are passed on to the
+	// ranks, as mpirun does, and the job goes on.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
+	forward := make(chan syscall.Signal, 4)
+	cfg.Signals = forward
 	go func() {
-		select {
-		case s := <-sigs:
-			cancel(&launcher.SignalError{Signal: s.(syscall.Signal)})
-		case <-ctx.Done():
+		for {
+			select {
+			case s := <-sigs:
+				sig := s.(syscall.Signal)
+				if sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 {
+					select {
+					case forward <- sig:
+					default: // the job is not keeping up; a signal is dropped, as the kernel merges them
+					}
+					continue
+				}
+				cancel(&launcher.SignalError{Signal: sig})
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,25 +50,35 @@ func asExit(err error, ee **exec.ExitError) bool {
 }
 
 func TestExitStatuses(t *testing.T) {
+	tooMany := fmt.Sprint(runtime.NumCPU() + 1)
 	for _, tc := range []struct {
 		name   string
 		args   []string
 		code   int
 		stdout string
 		stderr string
+		env    string
 	}{
-		{"success", []string{"-n", "2", "sh", "-c", "echo hi"}, 0, "hi\nhi\n", ""},
-		{"rank failure", []string{"-np", "3", "sh", "-c", `test "$GOMPIX_RANK" = 1 && exit 7; sleep 60`}, 7, "", "exited with status 7"},
-		{"timeout", []string{"--timeout", "0.3", "-n", "1", "sleep", "60"}, 124, "", "gompirun: job timed out after 300ms"},
-		{"usage", []string{"--bogus", "true"}, 2, "", "unknown option"},
-		{"no program", []string{"-n", "2"}, 2, "", "no program"},
-		{"help", []string{"--help"}, 0, "usage: gompirun", ""},
-		{"version", []string{"--version"}, 0, "gompirun (gompix)", ""},
-		{"not found", []string{"-n", "1", "gompix-no-such-program"}, 127, "", "cannot start rank 0"},
+		{"success", []string{"-n", "2", "sh", "-c", "echo hi"}, 0, "hi\nhi\n", "", ""},
+		{"rank failure", []string{"--oversubscribe", "-np", "3", "sh", "-c", `test "$GOMPIX_RANK" = 1 && exit 7; sleep 60`}, 7, "", "exited with status 7", ""},
+		{"timeout", []string{"--timeout", "0.3", "-n", "1", "sleep", "60"}, 124, "", "gompirun: job timed out after 300ms", ""},
+		{"usage", []string{"--bogus", "true"}, 2, "", "unknown option", ""},
+		{"no program", []string{"-n", "2"}, 2, "", "no program", ""},
+		{"help", []string{"--help"}, 0, "usage: gompirun", "", ""},
+		{"version", []string{"--version"}, 0, "gompirun (gompix)", "", ""},
+		{"not found", []string{"-n", "1", "gompix-no-such-program"}, 127, "", "cannot start rank 0", ""},
+		{"not executable", []string{"-n", "1", "/etc/passwd"}, 126, "", "cannot start rank 0", ""},
+		{"more ranks than CPUs", []string{"-n", tooMany, "true"}, 1, "", "run with --oversubscribe", ""},
+		{"oversubscribe", []string{"--oversubscribe", "-n", tooMany, "sh", "-c", "echo hi"}, 0, "hi\n", "", ""},
+		{"help says one host", []string{"--help"}, 0, "One host only", "", ""},
+		{"MPIEXEC_TIMEOUT", []string{"-n", "1", "sleep", "60"}, 124, "", "gompirun: job timed out after 300ms", "MPIEXEC_TIMEOUT=0.3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			cmd := gompirunCmd(tc.args...)
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, tc.env)
+			}
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			start := time.Now()
 			code := exitCode(t, cmd.Run())
@@ -91,7 +102,7 @@ func TestSignalForwarded(t *testing.T) {
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		code int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}, {syscall.SIGUSR1, 0}, {syscall.SIGUSR2, 0}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			// Each rank reports the signal it receives, then exits.
 			script := fmt.Sprintf(`trap 'echo "rank $GOMPIX_RANK got %s"; exit 0' %s; echo ready; while :; do sleep 0.05; done`,
@@ -139,6 +150,82 @@ func sigName(s syscall.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGUSR1:
+		return "SIGUSR1"
+	case syscall.SIGUSR2:
+		return "SIGUSR2"
 	}
 	return s.String()
+}
+
+// When gompirun itself is killed outright (no chance to clean up), the
+// ranks' own children die too, not only the ranks, and the job's
+// shared-memory files are removed.
+func TestKilledLauncherLeavesNothing(t *testing.T) {
+	cmd := gompirunCmd("-n", "2", "sh", "-c",
+		`f=/dev/shm/gompix-$GOMPIX_JOB_ID-$$-test; : >"$f" || exit; sleep 60 & echo $$ $! "$f"; wait`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var pids []int
+	var files []string
+	for len(files) < 2 && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			t.Fatalf("line %q", sc.Text())
+		}
+		for _, s := range f[:2] {
+			var pid int
+			if _, err := fmt.Sscan(s, &pid); err != nil {
+				t.Fatalf("not a pid: %q", sc.Text())
+			}
+			pids = append(pids, pid)
+		}
+		files = append(files, f[2])
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if len(files) != 2 {
+		t.Fatalf("pids %v files %v", pids, files)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, pid := range pids {
+		for !processGone(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("process %d survived gompirun", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, f := range files {
+		for {
+			if _, err := os.Stat(f); os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				os.Remove(f)
+				t.Errorf("%s survived gompirun", f)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// processGone reports whether pid has ended: no such process, or a zombie.
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -36,6 +39,11 @@ type Client struct {
 // Dial connects to the server at addr as rank and authenticates with secret.
 // ctx bounds the connection and the handshake only. A refused secret returns
 // an error wrapping ErrAuth.
+//
+// A connection the server drops before answering the hello is tried again
+// (with a growing pause) until ctx ends: a server under a flood of
+// connections from strangers closes its oldest unauthenticated ones, which
+// may now and then be a rank's.
 func Dial(ctx context.Context, addr, secret string, rank int) (*Client, error) {
 	if rank < 0 || int64(rank) > int64(^uint32(0)) {
 		return nil, fmt.Errorf("wireup: rank %d out of range", rank)
@@ -43,10 +51,28 @@ func Dial(ctx context.Context, addr, secret string, rank int) (*Client, error) {
 	if len(secret) > maxSecretLen {
 		return nil, fmt.Errorf("%w: job secret of %d bytes", ErrTooLarge, len(secret))
 	}
+	pause := 10 * time.Millisecond
+	for {
+		c, dropped, err := dialOnce(ctx, addr, secret, rank)
+		if !dropped {
+			return c, err
+		}
+		select {
+		case <-time.After(pause):
+			pause = min(2*pause, 500*time.Millisecond)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wireup: rank %d joining %s: %w (last: %v)", rank, addr, ctx.Err(), err)
+		}
+	}
+}
+
+// dialOnce is one attempt of Dial; dropped reports that the server closed
+// the connection before answering the hello.
+func dialOnce(ctx context.Context, addr, secret string, rank int) (c *Client, dropped bool, err error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("wireup: dial %s: %w", addr, err)
+		return nil, false, fmt.Errorf("wireup: dial %s: %w", addr, err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	r := bufio.NewReader(conn)
@@ -59,22 +85,24 @@ func Dial(ctx context.Context, addr, secret string, rank int) (*Client, error) {
 	if !stop() {
 		err = ctx.Err()
 	}
+	dropped = err != nil && ctx.Err() == nil &&
+		(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 	if err == nil {
 		err = replyErr(f)
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("wireup: rank %d joining %s: %w", rank, addr, err)
+		return nil, dropped, fmt.Errorf("wireup: rank %d joining %s: %w", rank, addr, err)
 	}
 	conn.SetDeadline(time.Time{})
-	c := &Client{
+	c = &Client{
 		conn:    conn,
 		rank:    rank,
 		pending: make(map[uint32]chan frame),
 		done:    make(chan struct{}),
 	}
 	go c.readLoop(r)
-	return c, nil
+	return c, false, nil
 }
 
 // replyErr turns an opError frame into an error wrapping the matching
@@ -213,6 +241,17 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("wireup: get %q: %w: reply opcode %#x", key, ErrProtocol, f.op)
 	}
 	return f.body, nil
+}
+
+// Finalize tells the server that this rank has finalized, and returns once
+// the server has recorded it: the launcher then takes the rank's exit with
+// status 0 as the end of a finished rank rather than as a rank that left
+// the job without Finalize.
+func (c *Client) Finalize(ctx context.Context) error {
+	if _, err := c.call(ctx, opFinalize); err != nil {
+		return fmt.Errorf("wireup: rank %d finalize: %w", c.rank, err)
+	}
+	return nil
 }
 
 // Close ends the connection; calls in flight fail with ErrClosed. The server

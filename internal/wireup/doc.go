@@ -24,7 +24,17 @@
 // called it). Fences may be repeated; each is an epoch. If any rank's
 // connection drops, pending and later Fences fail with ErrFenceFailed instead
 // of waiting for a rank that will never arrive; Gets of already fenced data
-// keep working.
+// keep working. A rank that has finalized says so (Client.Finalize); the
+// launcher asks the Server (Server.Rank) when a rank exits, so that a rank
+// that leaves with status 0 but without Finalize ends the job instead of
+// hanging its peers.
+//
+// Robustness: anyone on the host can connect to the store's port. The server
+// retries Accept after errors such as EMFILE, gives an unauthenticated
+// connection a short deadline, and holds only a bounded number of them
+// (closing the oldest), so strangers holding connections open cannot lock
+// the ranks out; Dial tries again when its connection is closed before the
+// hello is answered.
 //
 // Concurrency: a Server is safe for concurrent use and serves each connection
 // on its own goroutine. A Client is safe for concurrent use by several

@@ -17,6 +17,7 @@ const (
 	EnvWireupAddr = "GOMPIX_WIREUP_ADDR" // host:port of the launcher's key-value store
 	EnvJobSecret  = "GOMPIX_JOB_SECRET"  // per-job secret presented to the store
 	EnvGPU        = "GOMPIX_GPU"         // device index chosen by the launcher; -1 or absent: none
+	EnvJobID      = "GOMPIX_JOB_ID"      // per-job name part; see ShmPrefix
 
 	// Hydra (MPICH's launcher) names, set for tools that look for them.
 	EnvHydraLocalRank = "MPI_LOCALRANKID"
@@ -35,7 +36,18 @@ type JobEnv struct {
 	Addr                 string // wire-up server address, host:port
 	Secret               string // per-job secret for the wire-up server
 	GPU                  int    // device index, or NoGPU
+	// JobID names the job in files the ranks leave on the node (letters and
+	// digits only, so that it is safe in a file name and a glob). gompirun
+	// always sets it; empty (a launcher without it) means no such name.
+	JobID string
 }
+
+// ShmPrefix is how every shared-memory segment of job jobID begins (the
+// name in /dev/shm). The ranks name their segments with it and the
+// launcher removes every file that begins with it when the job ends, so a
+// rank killed between creating a segment and unlinking it leaks nothing.
+// The trailing dash keeps one job's prefix from being another's.
+func ShmPrefix(jobID string) string { return "gompix-" + jobID + "-" }
 
 // Singleton is the JobEnv of a process started without a launcher: a world of
 // one rank with no wire-up server (DESIGN.md §2: singleton mode).
@@ -48,12 +60,17 @@ func Singleton() JobEnv {
 // environment).
 //
 // underLauncher is false when GOMPIX_RANK is unset: the caller then runs as a
-// singleton and env is Singleton(). When GOMPIX_RANK is set, every other
+// singleton and env is Singleton(), unless another MPI's launcher started
+// it (ForeignLauncher): that is an error wrapping ErrForeignLauncher, since
+// every rank would otherwise run alone. When GOMPIX_RANK is set, every other
 // variable except GOMPIX_GPU is required, and a missing or malformed value is
 // an error rather than a guess: a rank that silently believed it was alone
 // would hang its peers.
 func FromEnviron(getenv func(string) string) (env JobEnv, underLauncher bool, err error) {
 	if getenv(EnvRank) == "" {
+		if err := ForeignLauncher(getenv); err != nil {
+			return JobEnv{}, false, err
+		}
 		return Singleton(), false, nil
 	}
 	var errs []error
@@ -77,6 +94,7 @@ func FromEnviron(getenv func(string) string) (env JobEnv, underLauncher bool, er
 	env.Node = num(EnvNode)
 	env.Addr = getenv(EnvWireupAddr)
 	env.Secret = getenv(EnvJobSecret)
+	env.JobID = getenv(EnvJobID)
 	env.GPU = NoGPU
 	if s := getenv(EnvGPU); s != "" {
 		env.GPU = num(EnvGPU)
@@ -116,6 +134,9 @@ func (e JobEnv) validate() error {
 	if e.Secret == "" {
 		errs = append(errs, fmt.Errorf("%s is not set", EnvJobSecret))
 	}
+	if e.JobID != "" && !validJobID(e.JobID) {
+		errs = append(errs, fmt.Errorf("%s=%q: want 1 to 32 letters or digits", EnvJobID, e.JobID))
+	}
 	return errors.Join(errs...)
 }
 
@@ -134,7 +155,54 @@ func (e JobEnv) Environ() []string {
 		EnvWireupAddr + "=" + e.Addr,
 		EnvJobSecret + "=" + e.Secret,
 		EnvGPU + "=" + itoa(e.GPU),
+		EnvJobID + "=" + e.JobID,
 		EnvHydraLocalRank + "=" + itoa(e.LocalRank),
 		EnvHydraLocalSize + "=" + itoa(e.LocalSize),
 	}
+}
+
+func validJobID(id string) bool {
+	if id == "" || len(id) > 32 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrForeignLauncher is wrapped by FromEnviron's error when another MPI's
+// launcher (Open MPI's mpirun, Slurm's srun, MPICH's Hydra) started the
+// process: gompix cannot join those jobs.
+var ErrForeignLauncher = errors.New("wireup: started by a launcher gompix does not support")
+
+// ForeignLauncher reports, as an error wrapping ErrForeignLauncher, a
+// process that another MPI's launcher started as one rank of several; nil
+// otherwise. Without this check each rank would take itself for a world of
+// one and the job would "work" N times over.
+func ForeignLauncher(getenv func(string) string) error {
+	atLeast2 := func(name string) bool {
+		n, err := strconv.Atoi(getenv(name))
+		return err == nil && n > 1
+	}
+	var who, evidence string
+	switch {
+	case atLeast2("OMPI_COMM_WORLD_SIZE"):
+		who, evidence = "Open MPI's mpirun", "OMPI_COMM_WORLD_SIZE="+getenv("OMPI_COMM_WORLD_SIZE")
+	case getenv("OMPI_COMM_WORLD_SIZE") == "" && getenv("PMIX_RANK") != "":
+		// A PMIx launcher (prterun, mpirun of Open MPI 5, srun --mpi=pmix)
+		// that does not say the job's size: take it as a multi-rank job.
+		who, evidence = "a PMIx launcher", "PMIX_RANK="+getenv("PMIX_RANK")
+	case getenv("SLURM_PROCID") != "" && getenv("SLURM_STEP_ID") != "" && atLeast2("SLURM_NTASKS"):
+		who, evidence = "Slurm's srun", "SLURM_NTASKS="+getenv("SLURM_NTASKS")
+	case getenv("PMI_RANK") != "" && atLeast2("PMI_SIZE"):
+		who, evidence = "MPICH's Hydra (mpiexec)", "PMI_SIZE="+getenv("PMI_SIZE")
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: this process was started by %s (%s), whose jobs gompix cannot join: "+
+		"every rank would run alone as rank 0 of 1; start the program with gompirun instead "+
+		"(gompirun -n N PROGRAM, on one host)", ErrForeignLauncher, who, evidence)
 }

@@ -1,6 +1,7 @@
 package wireup
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -31,8 +32,8 @@ func TestFromEnvironSingleton(t *testing.T) {
 
 func TestEnvironRoundTrip(t *testing.T) {
 	for _, want := range []JobEnv{
-		{Rank: 3, Size: 8, LocalRank: 1, LocalSize: 4, Node: 1, Addr: "10.0.0.1:4000", Secret: "abc", GPU: 1},
-		{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1, Node: 0, Addr: "127.0.0.1:1", Secret: "s", GPU: NoGPU},
+		{Rank: 3, Size: 8, LocalRank: 1, LocalSize: 4, Node: 1, Addr: "10.0.0.1:4000", Secret: "abc", GPU: 1, JobID: "0a1b"},
+		{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1, Node: 0, Addr: "127.0.0.1:1", Secret: "s", GPU: NoGPU, JobID: "Z"},
 	} {
 		m := environMap(want.Environ())
 		got, under, err := FromEnviron(mapEnv(m))
@@ -49,7 +50,7 @@ func TestEnvironRoundTrip(t *testing.T) {
 }
 
 func TestFromEnvironErrors(t *testing.T) {
-	good := environMap(JobEnv{Rank: 1, Size: 2, LocalRank: 1, LocalSize: 2, Addr: "h:1", Secret: "s", GPU: 0}.Environ())
+	good := environMap(JobEnv{Rank: 1, Size: 2, LocalRank: 1, LocalSize: 2, Addr: "h:1", Secret: "s", GPU: 0, JobID: "j1"}.Environ())
 	tests := []struct {
 		name  string
 		edit  map[string]string
@@ -64,6 +65,8 @@ func TestFromEnvironErrors(t *testing.T) {
 		{"no secret", map[string]string{EnvJobSecret: ""}, EnvJobSecret},
 		{"bad gpu", map[string]string{EnvGPU: "-2"}, EnvGPU},
 		{"gpu garbage", map[string]string{EnvGPU: "0x"}, EnvGPU},
+		{"job id with a glob", map[string]string{EnvJobID: "ab*"}, EnvJobID},
+		{"job id with a slash", map[string]string{EnvJobID: "../x"}, EnvJobID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,10 +86,66 @@ func TestFromEnvironErrors(t *testing.T) {
 			}
 		})
 	}
+	// No job id is allowed (segments then carry no job's name).
+	delete(good, EnvJobID)
+	if env, _, err := FromEnviron(mapEnv(good)); err != nil || env.JobID != "" {
+		t.Errorf("absent job id: %+v, %v", env, err)
+	}
 	// GPU absent means none.
 	delete(good, EnvGPU)
 	env, _, err := FromEnviron(mapEnv(good))
 	if err != nil || env.GPU != NoGPU {
 		t.Errorf("absent GPU: env.GPU = %d, err = %v", env.GPU, err)
+	}
+}
+
+// Under another MPI's launcher (no GOMPIX_RANK, but its variables for a job
+// of several ranks) the process is not taken for a singleton: each rank
+// would believe it was alone.
+func TestFromEnvironForeignLauncher(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		refused string // substring of the error; "" for a singleton
+	}{
+		{"Open MPI", map[string]string{"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "1", "PMIX_RANK": "1"}, "Open MPI's mpirun"},
+		{"Open MPI one rank", map[string]string{"OMPI_COMM_WORLD_SIZE": "1", "PMIX_RANK": "0"}, ""},
+		{"PMIx", map[string]string{"PMIX_RANK": "0"}, "PMIx"},
+		{"srun", map[string]string{"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "4"}, "srun"},
+		{"srun one task", map[string]string{"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "1"}, ""},
+		{"sbatch script, no step", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, ""},
+		{"Hydra", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, "Hydra"},
+		{"Hydra one rank", map[string]string{"PMI_RANK": "0", "PMI_SIZE": "1"}, ""},
+		{"nothing", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, under, err := FromEnviron(mapEnv(tc.env))
+			if under {
+				t.Errorf("underLauncher = true")
+			}
+			if tc.refused == "" {
+				if err != nil || env != Singleton() {
+					t.Fatalf("FromEnviron = %+v, %v; want a singleton", env, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrForeignLauncher) || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "gompirun") {
+				t.Fatalf("err = %v; want ErrForeignLauncher naming %q and saying to use gompirun", err, tc.refused)
+			}
+		})
+	}
+	// gompirun's own variables win: a gompix job started inside an srun
+	// allocation or under a batch system's environment is fine.
+	m := environMap(JobEnv{Rank: 0, Size: 2, LocalRank: 0, LocalSize: 2, Addr: "h:1", Secret: "s", GPU: NoGPU, JobID: "j"}.Environ())
+	m["SLURM_PROCID"], m["SLURM_STEP_ID"], m["SLURM_NTASKS"] = "0", "0", "8"
+	if _, under, err := FromEnviron(mapEnv(m)); err != nil || !under {
+		t.Fatalf("gompirun's rank inside srun: %v, %v", under, err)
+	}
+}
+
+func TestShmPrefix(t *testing.T) {
+	a, b := ShmPrefix("ab"), ShmPrefix("abc")
+	if a != "gompix-ab-" || strings.HasPrefix(b, a) || strings.HasPrefix(a, b) {
+		t.Fatalf("ShmPrefix: %q and %q; want neither a prefix of the other", a, b)
 	}
 }

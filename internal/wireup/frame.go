@@ -24,10 +24,11 @@ const (
 
 // Opcodes. Requests are below 0x80, replies at or above.
 const (
-	opHello byte = 0x01 // body: rank u32, secret bytes
-	opPut   byte = 0x02 // body: key bytes, value bytes
-	opGet   byte = 0x03 // body: key bytes
-	opFence byte = 0x04 // body: epoch u64 (the client's count of fences, from 1)
+	opHello    byte = 0x01 // body: rank u32, secret bytes
+	opPut      byte = 0x02 // body: key bytes, value bytes
+	opGet      byte = 0x03 // body: key bytes
+	opFence    byte = 0x04 // body: epoch u64 (the client's count of fences, from 1)
+	opFinalize byte = 0x05 // body: empty; the rank has finalized
 
 	opOK    byte = 0x80 // body: empty
 	opValue byte = 0x81 // body: value bytes

@@ -12,12 +12,29 @@ import (
 )
 
 // Timeouts on the server side. handshakeTimeout bounds how long an
-// unauthenticated connection may hold a goroutine; writeTimeout bounds how
-// long a client that stopped reading can delay a reply to the others.
+// unauthenticated connection may hold a goroutine and a descriptor (a rank
+// sends its hello as soon as it is connected); writeTimeout bounds how long
+// a client that stopped reading can delay a reply to the others.
 const (
-	handshakeTimeout = 10 * time.Second
+	handshakeTimeout = 5 * time.Second
 	writeTimeout     = 30 * time.Second
 )
+
+// Accept's back-off after an error such as EMFILE: the store keeps trying,
+// since giving up would fail the job, but does not spin while descriptors
+// are short.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// unauthSlack is how many unauthenticated connections the server holds
+// beyond the job's size; past that, each new one closes the oldest. Anyone
+// on the host can connect to the port, and connections that never send the
+// secret would otherwise exhaust the launcher's descriptors and lock the
+// ranks out. A rank's hello follows its connect at once, so it is never
+// the oldest for long.
+const unauthSlack = 64
 
 // Server is the launcher's key-value store for one job of size ranks.
 //
@@ -29,11 +46,15 @@ type Server struct {
 	secretHash [sha256.Size]byte
 	ln         net.Listener
 	wg         sync.WaitGroup
+	done       chan struct{} // closed by Close; ends accept's back-off
+	maxUnauth  int
 
 	mu      sync.Mutex
 	closed  bool
 	conns   map[net.Conn]struct{} // every open connection, for Close
+	unauth  []net.Conn            // connections not yet authenticated, oldest first
 	joined  []bool                // rank has authenticated (at any time)
+	final   []bool                // rank has said it finalized (Client.Finalize)
 	store   map[string][]byte     // values visible to Get
 	pending []map[string][]byte   // per rank: Puts since its last Fence entry
 	batch   map[string][]byte     // Puts of ranks already in the current Fence
@@ -69,12 +90,21 @@ func NewServer(size int, secret string, listenAddr string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wireup: %w", err)
 	}
+	return serve(size, secret, ln, size+unauthSlack), nil
+}
+
+// serve starts a Server on ln holding at most maxUnauth unauthenticated
+// connections (tests pass a listener that fails on cue, and a small bound).
+func serve(size int, secret string, ln net.Listener, maxUnauth int) *Server {
 	s := &Server{
 		size:       size,
 		secretHash: sha256.Sum256([]byte(secret)),
 		ln:         ln,
+		done:       make(chan struct{}),
+		maxUnauth:  maxUnauth,
 		conns:      make(map[net.Conn]struct{}),
 		joined:     make([]bool, size),
+		final:      make([]bool, size),
 		store:      make(map[string][]byte),
 		pending:    make([]map[string][]byte, size),
 		batch:      make(map[string][]byte),
@@ -85,7 +115,7 @@ func NewServer(size int, secret string, listenAddr string) (*Server, error) {
 	}
 	s.wg.Add(1)
 	go s.accept()
-	return s, nil
+	return s
 }
 
 // Addr is the address ranks dial, host:port.
@@ -100,6 +130,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	err := s.ln.Close()
 	for c := range s.conns {
 		c.Close()
@@ -109,17 +140,27 @@ func (s *Server) Close() error {
 	return err
 }
 
+// accept serves every incoming connection until Close. An Accept error
+// other than the listener's closing (EMFILE when descriptors run out,
+// ECONNABORTED, ...) is waited out with a growing pause and retried.
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var pause time.Duration
 	for {
 		conn, err := s.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return // listener closed
+			pause = min(max(2*pause, acceptBackoffMin), acceptBackoffMax)
+			select {
+			case <-time.After(pause):
+				continue
+			case <-s.done:
+				return
+			}
 		}
+		pause = 0
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -127,9 +168,28 @@ func (s *Server) accept() {
 			return
 		}
 		s.conns[conn] = struct{}{}
+		s.unauth = append(s.unauth, conn)
+		if len(s.unauth) > s.maxUnauth {
+			// Closing makes its handshake fail; serve then forgets it.
+			s.unauth[0].Close()
+			s.unauth = s.unauth[1:]
+		}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(conn)
+	}
+}
+
+// authenticated takes conn off the unauthenticated list, whatever its
+// handshake's outcome.
+func (s *Server) authenticated(conn net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.unauth {
+		if c == conn {
+			s.unauth = append(s.unauth[:i], s.unauth[i+1:]...)
+			return
+		}
 	}
 }
 
@@ -143,6 +203,7 @@ func (s *Server) serve(conn net.Conn) {
 	}()
 	r := bufio.NewReader(conn)
 	c, err := s.handshake(conn, r)
+	s.authenticated(conn)
 	if err != nil {
 		return
 	}
@@ -246,9 +307,31 @@ func (s *Server) handle(c *serverConn, f frame) {
 			return
 		}
 		s.fence(c, f.id)
+	case opFinalize:
+		if len(f.body) != 0 {
+			c.sendErr(f.id, fmt.Errorf("%w: finalize with a body", ErrProtocol))
+			return
+		}
+		s.mu.Lock()
+		s.final[c.rank] = true
+		s.mu.Unlock()
+		c.send(opOK, f.id)
 	default:
 		c.sendErr(f.id, fmt.Errorf("%w: unknown opcode %#x", ErrProtocol, f.op))
 	}
+}
+
+// Rank reports what rank has told the store: whether it joined (it
+// authenticated: it called Init) and whether it then said it finalized.
+// The launcher asks when the rank exits, to tell a rank that left without
+// Finalize from one that finished (or never used MPI).
+func (s *Server) Rank(rank int) (joined, finalized bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rank < 0 || rank >= s.size {
+		return false, false
+	}
+	return s.joined[rank], s.final[rank]
 }
 
 // fence records rank c's arrival in the current epoch; the last arrival

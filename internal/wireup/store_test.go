@@ -445,3 +445,23 @@ func TestClientCloseFailsCalls(t *testing.T) {
 		t.Fatalf("get after Close: %v, want ErrClosed", err)
 	}
 }
+
+// The server records which ranks joined and which then said they
+// finalized, for the launcher to tell a finished rank from one that left.
+func TestFinalizeRecorded(t *testing.T) {
+	s := newTestServer(t, 3)
+	cs := dialAll(t, s, 2) // rank 2 never joins
+	if err := cs[1].Finalize(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	for r, want := range [][2]bool{{true, false}, {true, true}, {false, false}, {false, false}} {
+		if j, f := s.Rank(r); j != want[0] || f != want[1] {
+			t.Errorf("Rank(%d) = %v, %v; want %v", r, j, f, want)
+		}
+	}
+	// A Finalize after the connection is gone fails rather than lying.
+	cs[0].Close()
+	if err := cs[0].Finalize(testCtx(t)); err == nil {
+		t.Error("Finalize on a closed client succeeded")
+	}
+}
