@@ -13,7 +13,9 @@ import (
 // on 2-8 ranks with an empty block at every position (and two empty
 // blocks side by side), the blocks around it short and long, against the
 // reference. An empty block must not merge two steps of a schedule whose
-// second reuses a buffer the first still sends from.
+// second reuses a buffer the first still sends from. The long block need
+// not be long: the harness's rendezvous mode (a send reads its buffer only
+// when the receive takes it) exposes the reuse at any size.
 func TestReduceScatterZeroCounts(t *testing.T) {
 	for _, alg := range coll.Catalog() {
 		if alg.Kind != coll.ReduceScatter || alg.Direct {
@@ -33,7 +35,7 @@ func TestReduceScatterZeroCounts(t *testing.T) {
 						for i := range counts {
 							counts[i] = 1 + r.IntN(3)
 						}
-						counts[(z+zeros)%p] = 20000 + r.IntN(20000)
+						counts[(z+zeros)%p] = 300 + r.IntN(300)
 						for j := range zeros {
 							counts[(z+j)%p] = 0
 						}
