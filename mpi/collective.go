@@ -415,7 +415,7 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 	if m.block {
 		return nil, wrapColl(name, st.WaitRelease(cr))
 	}
-	return &Request{sched: errWrapper{cr, name}}, nil
+	return &Request{sched: errWrapper{cr, name}, life: c.life}, nil
 }
 
 // errWrapper gives collective errors the operation's name and keeps

@@ -201,7 +201,7 @@ func (r *Request) Test() (bool, Status, error) {
 // Cancel asks for a pending receive to be cancelled; Wait then reports
 // Status.Cancelled. Sends cannot be cancelled (they complete normally).
 func (r *Request) Cancel() {
-	if r != nil && !r.done && r.p2p {
+	if r != nil && !r.done && r.p2p && r.ended("cancel") == nil {
 		r.r.Cancel()
 	}
 }
@@ -212,6 +212,12 @@ func (r *Request) Cancel() {
 func (r *Request) Free() {
 	if r != nil && !r.done && r.p2p {
 		r.done = true
+		if r.ended("free") != nil {
+			// The transport is closed and touches the buffer no more.
+			unpin(r.pinner)
+			r.pinner = nil
+			return
+		}
 		parkFreed(r)
 	}
 }
@@ -261,6 +267,9 @@ func Waitany(rs ...*Request) (int, Status, error) {
 	for i, r := range rs {
 		if r != nil && !r.done {
 			active = true
+			if err := r.ended("waitany"); err != nil {
+				return i, Status{}, err
+			}
 			if r.sched != nil {
 				// Collectives have no transport request to wait on;
 				// fall back to polling everything.

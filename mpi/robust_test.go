@@ -65,17 +65,36 @@ func afterFinalize(w *Comm) error {
 		return err
 	}
 	buf := make([]byte, 8)
-	var pending *Request
+	var pending, coll *Request
 	if w.Rank() == 0 {
-		// Never matched: the peer sends nothing on this tag.
+		// Never matched: the peer sends nothing on this tag, nor starts a
+		// barrier on the dup.
 		if pending, err = w.Irecv(Slice(buf), 1, 99); err != nil {
 			return err
 		}
+		if coll, err = d.Ibarrier(); err != nil {
+			return err
+		}
+	}
+	if err := w.Barrier(); err != nil {
+		return err
 	}
 	if err := Finalize(); err != nil {
 		return errorf("finalize: %v", err)
 	}
-	return checkEnded(w, d, pending)
+	if err := checkEnded(w, d, pending); err != nil {
+		return err
+	}
+	if w.Rank() == 0 {
+		if _, err := coll.Wait(); !isClass(err, ErrNotInitialized) {
+			return errorf("a pending ibarrier waited for after Finalize: %v, want ErrNotInitialized", err)
+		}
+		if i, _, err := Waitany(pending, coll); !isClass(err, ErrNotInitialized) {
+			return errorf("Waitany after Finalize: %d, %v, want ErrNotInitialized", i, err)
+		}
+		pending.Free()
+	}
+	return nil
 }
 
 // checkEnded checks that w and d refuse every operation with
