@@ -798,10 +798,6 @@ func scatterArgs(name string, send, recv Buffer, root bool) (sb, rb []byte, t dt
 		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil receive buffer (use mpi.InPlace at the root)")}
 		return
 	}
-	if root && isInPlace(send) {
-		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace as the send buffer (it is the root's receive buffer that may be)")}
-		return
-	}
 	var sd, rd bufInfo
 	return convertPair(name, send, recv, &sd, &rd, root)
 }
