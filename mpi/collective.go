@@ -205,23 +205,37 @@ func (q *collMsg) Release() {
 }
 
 // Op is a reduction operation: one of the predefined ones or a
-// user-defined Go function (NewOp).
-type Op struct{ c coll.Op }
+// user-defined Go function (NewOp). The zero Op is none: a reduction given
+// it fails with ErrOp.
+type Op struct {
+	c coll.Op
+	// ok marks an Op made by this package: coll's zero Op is Sum, which
+	// must not be what an unset Op means.
+	ok bool
+}
 
 // The predefined operations (MPI's, plus Avg as NCCL has it).
 var (
-	Sum  = Op{coll.Builtin(dtype.Sum)}
-	Prod = Op{coll.Builtin(dtype.Prod)}
-	Min  = Op{coll.Builtin(dtype.Min)}
-	Max  = Op{coll.Builtin(dtype.Max)}
-	Land = Op{coll.Builtin(dtype.Land)}
-	Lor  = Op{coll.Builtin(dtype.Lor)}
-	Lxor = Op{coll.Builtin(dtype.Lxor)}
-	Band = Op{coll.Builtin(dtype.Band)}
-	Bor  = Op{coll.Builtin(dtype.Bor)}
-	Bxor = Op{coll.Builtin(dtype.Bxor)}
-	Avg  = Op{coll.Builtin(dtype.Avg)}
+	Sum  = Op{coll.Builtin(dtype.Sum), true}
+	Prod = Op{coll.Builtin(dtype.Prod), true}
+	Min  = Op{coll.Builtin(dtype.Min), true}
+	Max  = Op{coll.Builtin(dtype.Max), true}
+	Land = Op{coll.Builtin(dtype.Land), true}
+	Lor  = Op{coll.Builtin(dtype.Lor), true}
+	Lxor = Op{coll.Builtin(dtype.Lxor), true}
+	Band = Op{coll.Builtin(dtype.Band), true}
+	Bor  = Op{coll.Builtin(dtype.Bor), true}
+	Bxor = Op{coll.Builtin(dtype.Bxor), true}
+	Avg  = Op{coll.Builtin(dtype.Avg), true}
 )
+
+// check refuses the zero Op.
+func (op *Op) check(name string) error {
+	if !op.ok {
+		return &pt2pt.OpError{Op: name, Class: ErrOp, Err: fmt.Errorf("the zero mpi.Op is no operation (use mpi.Sum, mpi.NewOp, ...)")}
+	}
+	return nil
+}
 
 // NewOp makes a user-defined operation for elements of type T: f must set
 // inout[i] = in[i] ∘ inout[i], where in holds the contribution of lower
@@ -246,7 +260,7 @@ func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
 			f(unsafe.Slice((*T)(unsafe.Pointer(&in[0])), n), unsafe.Slice((*T)(unsafe.Pointer(&inout[0])), n))
 			return nil
 		},
-	}}
+	}, true}
 }
 
 // inPlace is the InPlace marker's type.
@@ -268,6 +282,35 @@ func (inPlace) String() string { return "mpi.InPlace" }
 var InPlace Buffer = inPlace{}
 
 func isInPlace(b Buffer) bool { _, ok := b.(inPlace); return ok }
+
+// errOverlap is the cause of an ErrBuffer for send and receive buffers
+// that share memory, which MPI forbids (InPlace is the way to reuse one).
+var errOverlap = errors.New("send and receive buffers overlap (use mpi.InPlace)")
+
+// overlap reports whether the memory [a, a+na) and [b, b+nb) intersect:
+// host addresses, or device addresses (one address space with the host's).
+func overlap(a unsafe.Pointer, na int, b unsafe.Pointer, nb int) bool {
+	pa, pb := uintptr(a), uintptr(b)
+	return na > 0 && nb > 0 && pa < pb+uintptr(nb) && pb < pa+uintptr(na)
+}
+
+func overlapBytes(a, b []byte) bool {
+	return overlap(unsafe.Pointer(unsafe.SliceData(a)), len(a), unsafe.Pointer(unsafe.SliceData(b)), len(b))
+}
+
+// countErr is a collective's ErrCount.
+func countErr(name, format string, args ...any) error {
+	return &pt2pt.OpError{Op: name, Class: ErrCount, Err: fmt.Errorf(format, args...)}
+}
+
+// recvInPlace refuses InPlace as a receive buffer (only Scatter's root may
+// pass it there).
+func recvInPlace(name string, recv Buffer) error {
+	if isInPlace(recv) {
+		return &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace as the receive buffer")}
+	}
+	return nil
+}
 
 // empty is a non-nil zero-length slice: coll reads a nil send buffer as
 // "in place", so an ordinary empty buffer must not be nil.
@@ -374,7 +417,7 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 	if m.block {
 		return nil, wrapColl(name, st.WaitRelease(cr))
 	}
-	return &Request{sched: errWrapper{cr, name}}, nil
+	return &Request{sched: errWrapper{cr, name}, life: c.life}, nil
 }
 
 // errWrapper gives collective errors the operation's name and keeps
@@ -448,29 +491,42 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 // pairArgs converts the (send, recv) pair of a collective whose per-rank
 // element count comes from send, or, when send is InPlace, from recv's
 // length divided by div (1 for reductions, Size() for gathers and
-// all-to-all). ord is the device the buffers live on (callDevice), for
-// start.
-func pairArgs(name string, send, recv Buffer, div int) (sb, rb []byte, count int, t dtype.Type, ord int, err error) {
+// all-to-all), which must divide it. recvSig says whether recv is
+// significant on this rank (not off the root of a Reduce or Gather); a
+// reduction's (full) says it must hold the whole result. ord is the device
+// the buffers live on (callDevice), for start.
+func pairArgs(name string, send, recv Buffer, div int, recvSig, full bool) (sb, rb []byte, count int, t dtype.Type, ord int, err error) {
 	if send == nil {
 		return nil, nil, 0, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
+	if err = recvInPlace(name, recv); err != nil {
+		return
+	}
 	var sd, rd bufInfo
-	if sb, rb, t, ord, err = convertPair(name, send, recv, &sd, &rd); err != nil {
+	if sb, rb, t, ord, err = convertPair(name, send, recv, &sd, &rd, recvSig); err != nil {
 		return
 	}
 	count = sd.n
 	if sd.none && recv != nil {
+		if rd.n%div != 0 {
+			err = countErr(name, "receive buffer of %d elements for %d ranks", rd.n, div)
+			return
+		}
 		count = rd.n / div
+	}
+	if full && recvSig && !rd.none && rd.n < count {
+		err = countErr(name, "receive buffer of %d elements for a result of %d", rd.n, count)
 	}
 	return
 }
 
-func reduceArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, int, error) {
-	return pairArgs(name, send, recv, 1)
+// reduceArgs is pairArgs for Reduce, Allreduce, Scan and Exscan.
+func reduceArgs(name string, send, recv Buffer, recvSig bool) ([]byte, []byte, int, dtype.Type, int, error) {
+	return pairArgs(name, send, recv, 1, recvSig, true)
 }
 
-func (c *Comm) gatherArgs(name string, send, recv Buffer) ([]byte, []byte, int, dtype.Type, int, error) {
-	return pairArgs(name, send, recv, c.Size())
+func (c *Comm) gatherArgs(name string, send, recv Buffer, recvSig bool) ([]byte, []byte, int, dtype.Type, int, error) {
+	return pairArgs(name, send, recv, c.Size(), recvSig, false)
 }
 
 // Reduce combines every rank's send with op into root's recv (recv may be
@@ -487,7 +543,10 @@ func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
 }
 
 func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, error) {
-	sb, rb, n, t, ord, err := reduceArgs("reduce", send, recv)
+	if err := op.check("reduce"); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, ord, err := reduceArgs("reduce", send, recv, c.Rank() == root)
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +570,10 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err := checkBuf("allreduce", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, n, t, ord, err := reduceArgs("allreduce", send, recv)
+	if err := op.check("allreduce"); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, ord, err := reduceArgs("allreduce", send, recv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +594,10 @@ func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
-	sb, rb, n, t, ord, err := reduceArgs("scan", send, recv)
+	if err := op.check("scan"); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, ord, err := reduceArgs("scan", send, recv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +619,10 @@ func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
-	sb, rb, n, t, ord, err := reduceArgs("exscan", send, recv)
+	if err := op.check("exscan"); err != nil {
+		return nil, err
+	}
+	sb, rb, n, t, ord, err := reduceArgs("exscan", send, recv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -579,13 +647,21 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	if err := checkBuf("reduce_scatter_block", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, _, t, ord, err := reduceArgs("reduce_scatter_block", send, recv)
+	if err := op.check("reduce_scatter_block"); err != nil {
+		return nil, err
+	}
+	sb, rb, _, t, ord, err := pairArgs("reduce_scatter_block", send, recv, 1, true, false)
 	if err != nil {
 		return nil, err
 	}
-	n := recv.Len()
+	n, p := recv.Len(), c.Size()
 	if isInPlace(send) {
-		n = recv.Len() / c.Size()
+		if n%p != 0 {
+			return nil, countErr("reduce_scatter_block", "receive buffer of %d elements for %d ranks", n, p)
+		}
+		n /= p
+	} else if send.Len() != p*n {
+		return nil, countErr("reduce_scatter_block", "send buffer of %d elements, want %d ranks × %d", send.Len(), p, n)
 	}
 	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State) (coll.Request, error) {
 		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
@@ -605,7 +681,10 @@ func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request,
 }
 
 func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*Request, error) {
-	sb, rb, _, t, ord, err := reduceArgs("reduce_scatter", send, recv)
+	if err := op.check("reduce_scatter"); err != nil {
+		return nil, err
+	}
+	sb, rb, _, t, ord, err := pairArgs("reduce_scatter", send, recv, 1, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -630,7 +709,7 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("allgather", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, n, t, ord, err := c.gatherArgs("allgather", send, recv)
+	sb, rb, n, t, ord, err := c.gatherArgs("allgather", send, recv, true)
 	if err != nil {
 		return nil, err
 	}
@@ -655,7 +734,7 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 	if err := checkBuf("allgatherv", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, n, t, ord, err := c.gatherArgs("allgatherv", send, recv)
+	sb, rb, n, t, ord, err := pairArgs("allgatherv", send, recv, 1, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -679,7 +758,7 @@ func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
-	sb, rb, n, t, ord, err := c.gatherArgs("gather", send, recv)
+	sb, rb, n, t, ord, err := c.gatherArgs("gather", send, recv, c.Rank() == root)
 	if err != nil {
 		return nil, err
 	}
@@ -701,7 +780,7 @@ func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Req
 }
 
 func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
-	sb, rb, n, t, ord, err := c.gatherArgs("gatherv", send, recv)
+	sb, rb, n, t, ord, err := pairArgs("gatherv", send, recv, 1, c.Rank() == root, false)
 	if err != nil {
 		return nil, err
 	}
@@ -714,19 +793,23 @@ func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root in
 }
 
 // scatterArgs converts the buffers of Scatter and Scatterv, whose receive
-// buffer is required (InPlace at the root); ord as for pairArgs.
-func scatterArgs(name string, send, recv Buffer) (sb, rb []byte, t dtype.Type, ord int, err error) {
-	if err = checkBuf(name, recv); err != nil {
+// buffer is required (InPlace at the root) and whose send buffer is
+// significant at the root only (root); ord as for pairArgs.
+func scatterArgs(name string, send, recv Buffer, root bool) (sb, rb []byte, t dtype.Type, ord int, err error) {
+	if recv == nil {
+		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil receive buffer (use mpi.InPlace at the root)")}
 		return
 	}
 	var sd, rd bufInfo
-	return convertPair(name, send, recv, &sd, &rd)
+	return convertPair(name, send, recv, &sd, &rd, root)
 }
 
 // convertPair describes a collective's send and receive buffers into *sd
 // and *rd and converts them: the bytes coll sees for each, their shared
-// element type (typeOf) and the device they live on (callDevice).
-func convertPair(name string, send, recv Buffer, sd, rd *bufInfo) (sb, rb []byte, t dtype.Type, ord int, err error) {
+// element type (typeOf) and the device they live on (callDevice). both
+// says whether both are significant on this rank, when they must not
+// share memory.
+func convertPair(name string, send, recv Buffer, sd, rd *bufInfo, both bool) (sb, rb []byte, t dtype.Type, ord int, err error) {
 	describe(send, sd)
 	describe(recv, rd)
 	if t, err = typeOf(name, sd, rd); err != nil {
@@ -738,7 +821,12 @@ func convertPair(name string, send, recv Buffer, sd, rd *bufInfo) (sb, rb []byte
 	if rb, err = collBytesOf(recv, rd); err != nil {
 		return
 	}
-	ord, err = callDevice(name, sd, rd)
+	if ord, err = callDevice(name, sd, rd); err != nil {
+		return
+	}
+	if both && overlapBytes(sb, rb) {
+		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: errOverlap}
+	}
 	return
 }
 
@@ -755,13 +843,21 @@ func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
-	sb, rb, t, ord, err := scatterArgs("scatter", send, recv)
+	isRoot := c.Rank() == root
+	sb, rb, t, ord, err := scatterArgs("scatter", send, recv, isRoot)
 	if err != nil {
 		return nil, err
 	}
 	n := recv.Len()
-	if isInPlace(recv) && send != nil {
-		n = send.Len() / c.Size()
+	if isRoot && send != nil {
+		// The root's send holds one block per rank; a remainder would be
+		// dropped.
+		if p := c.Size(); send.Len()%p != 0 {
+			return nil, countErr("scatter", "send buffer of %d elements for %d ranks", send.Len(), p)
+		}
+		if isInPlace(recv) {
+			n = send.Len() / c.Size()
+		}
 	}
 	return c.start(m, "scatter", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Iscatter(sb, rb, n, t, root)
@@ -780,7 +876,7 @@ func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root in
 }
 
 func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
-	sb, rb, t, ord, err := scatterArgs("scatterv", send, recv)
+	sb, rb, t, ord, err := scatterArgs("scatterv", send, recv, c.Rank() == root)
 	if err != nil {
 		return nil, err
 	}
@@ -809,11 +905,15 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 	if err := checkBuf("alltoall", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, _, t, ord, err := c.gatherArgs("alltoall", send, recv)
+	sb, rb, _, t, ord, err := c.gatherArgs("alltoall", send, recv, true)
 	if err != nil {
 		return nil, err
 	}
-	n := recv.Len() / c.Size()
+	n, p := recv.Len(), c.Size()
+	if n%p != 0 || (!isInPlace(send) && send.Len()%p != 0) {
+		return nil, countErr("alltoall", "send buffer of %d and receive buffer of %d elements for %d ranks", send.Len(), n, p)
+	}
+	n /= p
 	return c.start(m, "alltoall", ord, func(s *coll.State) (coll.Request, error) {
 		return s.Ialltoall(sb, rb, n, t)
 	})
@@ -834,7 +934,7 @@ func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, rec
 	if err := checkBuf("alltoallv", recv); err != nil {
 		return nil, err
 	}
-	sb, rb, _, t, ord, err := c.gatherArgs("alltoallv", send, recv)
+	sb, rb, _, t, ord, err := pairArgs("alltoallv", send, recv, 1, true, false)
 	if err != nil {
 		return nil, err
 	}

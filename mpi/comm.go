@@ -28,27 +28,59 @@ type Comm struct {
 	// stream engine's path (started when the stream gets there) and have
 	// not started yet.
 	hostColls atomic.Int64
+
+	// life is shared by a world and every communicator made from it;
+	// Finalize ends it, so that each operation's check is one load.
+	life *lifetime
 }
 
-func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc} }
+// lifetime is the span between a world's creation and Finalize.
+type lifetime struct{ ended atomic.Bool }
+
+func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, life: new(lifetime)} }
 
 // derive wraps a communicator created from c.
-func (c *Comm) derive(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, nodeID: c.nodeID} }
+func (c *Comm) derive(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, nodeID: c.nodeID, life: c.life} }
+
+// end makes every later operation on c, the communicators made from it and
+// their requests fail with ErrNotInitialized (Finalize).
+func (c *Comm) end() { c.life.ended.Store(true) }
+
+// noWorld is World() before Init: a communicator of no ranks whose
+// operations fail with ErrNotInitialized.
+var noWorld = func() *Comm {
+	c := &Comm{life: new(lifetime)}
+	c.end()
+	return c
+}()
 
 func (c *Comm) node() int { return c.nodeID }
 
-// Rank is the calling process's rank in c.
-func (c *Comm) Rank() int { return c.pc.Rank() }
+// Rank is the calling process's rank in c; Undefined for a nil communicator
+// and World() before Init. It stays readable after Finalize.
+func (c *Comm) Rank() int {
+	if c == nil || c.pc == nil {
+		return Undefined
+	}
+	return c.pc.Rank()
+}
 
-// Size is the number of ranks in c.
-func (c *Comm) Size() int { return c.pc.Size() }
+// Size is the number of ranks in c; 0 for a nil communicator and World()
+// before Init.
+func (c *Comm) Size() int {
+	if c == nil || c.pc == nil {
+		return 0
+	}
+	return c.pc.Size()
+}
 
 // Status describes a received or probed message.
 type Status struct {
 	Source int
 	Tag    int
 	// Count is the number of elements received (of the receive buffer's
-	// type); for a truncated receive, the number the message held.
+	// type); for a truncated receive, the number the message held;
+	// Undefined when the message is not a whole number of elements.
 	Count int
 	// Bytes is the message size in bytes.
 	Bytes     int
@@ -65,6 +97,9 @@ func (s *Status) set(st pt2pt.Status, elemSize int) {
 	s.Count = 0
 	if elemSize > 0 {
 		s.Count = st.Bytes >> bits.TrailingZeros(uint(elemSize))
+		if st.Bytes&(elemSize-1) != 0 {
+			s.Count = Undefined // not a whole number of elements
+		}
 	}
 }
 
@@ -75,9 +110,14 @@ func toStatus(st pt2pt.Status, elemSize int) Status {
 }
 
 // CountOf returns the number of elements of type T the message holds (for
-// statuses from Probe, which know no buffer type).
+// statuses from Probe, which know no buffer type), or Undefined when it is
+// not a whole number of them.
 func CountOf[T Elem](s Status) int {
-	return s.Bytes / TypeOf[T]().Size()
+	size := TypeOf[T]().Size()
+	if s.Bytes%size != 0 {
+		return Undefined
+	}
+	return s.Bytes / size
 }
 
 // Request is a nonblocking operation in flight.
@@ -91,6 +131,17 @@ type Request struct {
 	err      error
 	// sched is set for nonblocking collectives (see collective.go).
 	sched collRequest
+	// life is the communicator's (nil for a request of none).
+	life *lifetime
+}
+
+// ended reports the error of a request waited for or tested after Finalize
+// (nil before).
+func (r *Request) ended(op string) error {
+	if r.life != nil && r.life.ended.Load() {
+		return &pt2pt.OpError{Op: op, Class: ErrNotInitialized}
+	}
+	return nil
 }
 
 func (r *Request) complete(st pt2pt.Status, err error) (Status, error) {
@@ -110,6 +161,9 @@ func (r *Request) Wait() (Status, error) {
 	if r.done {
 		return r.status, r.err
 	}
+	if err := r.ended("wait"); err != nil {
+		return Status{}, err
+	}
 	if r.sched != nil {
 		return r.complete(pt2pt.Status{}, r.sched.Wait())
 	}
@@ -124,6 +178,9 @@ func (r *Request) Test() (bool, Status, error) {
 	}
 	if r.done {
 		return true, r.status, r.err
+	}
+	if err := r.ended("test"); err != nil {
+		return false, Status{}, err
 	}
 	if r.sched != nil {
 		ok, err := r.sched.Test()
@@ -144,7 +201,7 @@ func (r *Request) Test() (bool, Status, error) {
 // Cancel asks for a pending receive to be cancelled; Wait then reports
 // Status.Cancelled. Sends cannot be cancelled (they complete normally).
 func (r *Request) Cancel() {
-	if r != nil && !r.done && r.p2p {
+	if r != nil && !r.done && r.p2p && r.ended("cancel") == nil {
 		r.r.Cancel()
 	}
 }
@@ -155,6 +212,12 @@ func (r *Request) Cancel() {
 func (r *Request) Free() {
 	if r != nil && !r.done && r.p2p {
 		r.done = true
+		if r.ended("free") != nil {
+			// The transport is closed and touches the buffer no more.
+			unpin(r.pinner)
+			r.pinner = nil
+			return
+		}
 		parkFreed(r)
 	}
 }
@@ -204,6 +267,9 @@ func Waitany(rs ...*Request) (int, Status, error) {
 	for i, r := range rs {
 		if r != nil && !r.done {
 			active = true
+			if err := r.ended("waitany"); err != nil {
+				return i, Status{}, err
+			}
 			if r.sched != nil {
 				// Collectives have no transport request to wait on;
 				// fall back to polling everything.
@@ -216,6 +282,16 @@ func Waitany(rs ...*Request) (int, Status, error) {
 		return -1, Status{}, nil
 	}
 	i, st, err := pt2pt.WaitAny(prs)
+	if i < 0 {
+		// Every active request's transport part is done already (ProcNull
+		// completes at once): any of them is the answer.
+		for i, r := range rs {
+			if r != nil && !r.done {
+				s, err := r.Wait()
+				return i, s, err
+			}
+		}
+	}
 	s, err := rs[i].complete(st, err)
 	return i, s, err
 }
@@ -235,16 +311,30 @@ func waitanyPoll(rs []*Request) (int, Status, error) {
 	}
 }
 
+// check reports the error every operation on c fails with first: a nil
+// communicator, or one used before Init or after Finalize.
 func (c *Comm) check(op string) error {
-	if c == nil || c.pc == nil {
-		return &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+	if c == nil || c.pc == nil || c.life.ended.Load() {
+		return c.badComm(op)
 	}
 	return nil
 }
 
+func (c *Comm) badComm(op string) error {
+	if c != nil && c.life != nil && c.life.ended.Load() {
+		return &pt2pt.OpError{Op: op, Class: ErrNotInitialized}
+	}
+	return &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+}
+
+// checkBuf refuses a missing buffer and InPlace where a call has memory of
+// its own to send or receive.
 func checkBuf(op string, b Buffer) error {
 	if b == nil {
 		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
+	}
+	if _, ok := b.(inPlace); ok {
+		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace is not a buffer here")}
 	}
 	return nil
 }
@@ -257,10 +347,10 @@ func (c *Comm) post(op string, b Buffer, start func(m pt2pt.Mem) (pt2pt.Request,
 	if err := checkBuf(op, b); err != nil {
 		return nil, err
 	}
-	if len(freed) > 0 {
+	if anyFreed.Load() {
 		sweepFreed()
 	}
-	req := &Request{elemSize: b.Type().Size(), pinner: pinBuffers(b)}
+	req := &Request{elemSize: b.Type().Size(), pinner: pinBuffers(b), life: c.life}
 	r, err := start(b.mem())
 	if err != nil {
 		req.complete(pt2pt.Status{}, nil)
@@ -366,10 +456,14 @@ func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, 
 	if err := checkBuf("sendrecv", recvbuf); err != nil {
 		return Status{}, err
 	}
-	if err := c.pc.CheckRecv("sendrecv", recvbuf.mem(), src, recvtag); err != nil {
+	sm, rm := sendbuf.mem(), recvbuf.mem()
+	if overlap(sm.Ptr, sm.Len, rm.Ptr, rm.Len) {
+		return Status{}, &pt2pt.OpError{Op: "sendrecv", Class: ErrBuffer, Err: errOverlap}
+	}
+	if err := c.pc.CheckRecv("sendrecv", rm, src, recvtag); err != nil {
 		return Status{}, err
 	}
-	if sent, err := c.pc.TrySend(sendbuf.mem(), dest, sendtag); err != nil {
+	if sent, err := c.pc.TrySend(sm, dest, sendtag); err != nil {
 		return Status{}, err
 	} else if sent {
 		return c.Recv(recvbuf, src, recvtag)

@@ -42,7 +42,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		return nil, err
 	}
 	if color < 0 && color != Undefined {
-		return nil, &pt2pt.OpError{Op: "comm split", Class: ErrOther, Err: fmt.Errorf("negative color %d", color)}
+		return nil, &pt2pt.OpError{Op: "comm split", Class: ErrArg, Err: fmt.Errorf("negative color %d", color)}
 	}
 	all, err := c.allgatherInts([]int{color, key})
 	if err != nil {
@@ -95,10 +95,20 @@ func (c *Comm) SplitType(kind SplitKind, key int) (*Comm, error) {
 }
 
 // Free releases the communicator; operations on it then fail with
-// ErrComm. Freeing World is an error.
+// ErrComm. Freeing World, or a communicator twice, is an error that leaves
+// it as it was.
 func (c *Comm) Free() error {
 	if err := c.check("comm free"); err != nil {
 		return err
+	}
+	// Refused before anything is released, so that a refused Free leaves c
+	// working (the device space's release below still runs a barrier on c,
+	// so the transport's own Free, which refuses the same, comes last).
+	switch {
+	case c.pc == c.pc.Engine().World():
+		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("the world communicator cannot be freed")}
+	case c.pc.Freed():
+		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("communicator already freed")}
 	}
 	if err := c.closeDevice(); err != nil {
 		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -122,8 +123,18 @@ func (g *gpuState) currentLocked() (int, cudadrv.Device, error) {
 }
 
 // devError wraps a device-layer failure in an MPI error class. A missing
-// driver keeps ErrNoGPU reachable through errors.Is.
+// driver keeps ErrNoGPU reachable through errors.Is. An ErrOther narrows
+// where the driver's answer has a class of its own: out of memory
+// (ErrNoMem), a device ordinal out of range (ErrArg).
 func devError(op string, class error, err error) error {
+	if class == ErrOther {
+		switch {
+		case errors.Is(err, cudadrv.ErrorOutOfMemory):
+			class = ErrNoMem
+		case errors.Is(err, cudadrv.ErrorInvalidDevice):
+			class = ErrArg
+		}
+	}
 	return &pt2pt.OpError{Op: op, Class: class, Err: err}
 }
 

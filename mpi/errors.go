@@ -21,9 +21,11 @@ var (
 	ErrOther    = pt2pt.ErrOther
 	ErrIntern   = pt2pt.ErrIntern
 	ErrPending  = pt2pt.ErrPending
+	ErrArg      = pt2pt.ErrArg
+	ErrNoMem    = pt2pt.ErrNoMem
 	// ErrNotInitialized is returned by operations before Init or after
 	// Finalize (MPI leaves this undefined; gompix reports it).
-	ErrNotInitialized = &pt2pt.OpError{Op: "init", Class: pt2pt.ErrOther}
+	ErrNotInitialized = pt2pt.ErrNotInitialized
 )
 
 // Wildcards and the null process.

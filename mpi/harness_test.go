@@ -45,7 +45,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runChild is a rank of a real job: Init, the scenario, Finalize.
+// runChild is a rank of a real job: Init, the scenario, Finalize (unless
+// the scenario has called it).
 func runChild(name string) int {
 	sc, ok := scenarios[name]
 	if !ok {
@@ -70,6 +71,9 @@ func runChild(name string) int {
 		fmt.Fprintf(os.Stderr, "rank %d: %s: %v\n", World().Rank(), name, err)
 		Finalize()
 		return 1
+	}
+	if !Initialized() {
+		return 0
 	}
 	if err := Finalize(); err != nil {
 		fmt.Fprintln(os.Stderr, "finalize:", err)

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -49,6 +50,8 @@ var (
 	initMu    sync.Mutex
 	cur       *state
 	finalized bool
+	// last is the world Finalize ended (World's answer after it).
+	last *Comm
 )
 
 // Init starts MPI: under gompirun it joins the job through the launcher's
@@ -60,54 +63,67 @@ func Init() error {
 	initMu.Lock()
 	defer initMu.Unlock()
 	if cur != nil {
-		return fmt.Errorf("mpi: Init called twice: %w", ErrOther)
+		return initErr(ErrOther, errors.New("Init called twice"))
 	}
 	if finalized {
-		return fmt.Errorf("mpi: Init after Finalize: %w", ErrOther)
+		return initErr(ErrOther, errors.New("Init after Finalize (MPI cannot be restarted)"))
 	}
 	s, err := start()
 	if err != nil {
-		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
+		return initErr(ErrOther, err)
 	}
 	if s.stopProfile, err = startProfile(s.env.Rank); err != nil {
 		_ = s.close()
-		return &pt2pt.OpError{Op: "init", Class: ErrOther, Err: err}
+		return initErr(ErrOther, err)
 	}
 	cur = s
 	return nil
 }
 
+// initErr is Init's error of class (a more fitting one where err carries
+// one already).
+func initErr(class error, err error) error {
+	var oe *pt2pt.OpError
+	if errors.As(err, &oe) && oe.Op == "init" {
+		return err
+	}
+	return &pt2pt.OpError{Op: "init", Class: class, Err: err}
+}
+
+// configErr is the error of a bad GOMPIX_* setting: an invalid argument.
+func configErr(err error) error { return initErr(ErrArg, err) }
+
 func start() (*state, error) {
 	env, underLauncher, err := wireup.FromEnviron(os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, initErr(ErrOther, fmt.Errorf("reading the launcher's environment: %w", err))
 	}
 	timeout, err := cfgWireupTimeout.Get()
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	sleep, err := cfgSleep.Get()
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	spin, err := cfgSpin.Get()
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	settle, err := cfgInitSettle.Get()
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	bind := strings.ToLower(cfgBind.Get())
 	if bind != "auto" && bind != "none" {
-		return nil, fmt.Errorf("config: GOMPIX_BIND=%q: want auto or none", cfgBind.Raw())
+		return nil, configErr(fmt.Errorf("config: GOMPIX_BIND=%q: want auto or none", cfgBind.Raw()))
 	}
 	fast, err := cfgFastCalls.Get()
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	if fast != 0 && fast != 1 {
-		return nil, fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", fast)
+		return nil, configErr(fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", fast))
 	}
 	oversubscribed := env.LocalSize > runtime.NumCPU()
 	if spin < 0 {
@@ -125,7 +141,7 @@ func start() (*state, error) {
 	gcfg, err := gpupath.FromEnv(gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent,
 		SameNode: func(int) bool { return true }}) // gompirun starts every rank on one node today
 	if err != nil {
-		return nil, err
+		return nil, configErr(err)
 	}
 	segmentPrefix = "gompix-"
 	if underLauncher && env.JobID != "" {
@@ -228,12 +244,17 @@ func Finalize() error {
 	initMu.Lock()
 	defer initMu.Unlock()
 	if cur == nil {
-		return fmt.Errorf("mpi: Finalize without Init: %w", ErrOther)
+		return &pt2pt.OpError{Op: "finalize", Class: ErrNotInitialized}
 	}
 	s := cur
 	cur = nil
 	finalized = true
 	s.finalizing = true
+	// Every later operation on the world, the communicators made from it
+	// and their requests fails at its first check, before it touches the
+	// transport closed below.
+	s.world.end()
+	last = s.world
 	if err := s.close(); err != nil {
 		return &pt2pt.OpError{Op: "finalize", Class: ErrOther, Err: err}
 	}
@@ -277,14 +298,20 @@ func Initialized() bool {
 	return cur != nil
 }
 
-// World returns the communicator of all ranks (nil before Init).
+// World returns the communicator of all ranks. It is never nil: before
+// Init it is a communicator of no ranks (Rank Undefined, Size 0), and after
+// Finalize the ended world (Rank and Size as they were); operations on
+// either fail with ErrNotInitialized.
 func World() *Comm {
 	initMu.Lock()
 	defer initMu.Unlock()
-	if cur == nil {
-		return nil
+	switch {
+	case cur != nil:
+		return cur.world
+	case last != nil:
+		return last
 	}
-	return cur.world
+	return noWorld
 }
 
 // LocalRank and LocalSize describe this rank's place on its node, as the

@@ -3,6 +3,7 @@ package mpi
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Go memory handed to UCX must stay pinned while UCX may touch it. A
@@ -35,14 +36,18 @@ func unpin(p *runtime.Pinner) {
 // completed keep their buffers pinned until the transport is done with
 // them; they wait here, reachable (a Pinner that becomes garbage while
 // pinning is a fatal error in Go), and are swept as later operations start.
+// anyFreed mirrors len(freed) > 0 (written under freedMu) for the check
+// every operation's start makes without the lock.
 var (
-	freedMu sync.Mutex
-	freed   []*Request
+	freedMu  sync.Mutex
+	freed    []*Request
+	anyFreed atomic.Bool
 )
 
 func parkFreed(r *Request) {
 	freedMu.Lock()
 	freed = append(freed, r)
+	anyFreed.Store(true)
 	freedMu.Unlock()
 	sweepFreed()
 }
@@ -62,4 +67,5 @@ func sweepFreed() {
 	}
 	clear(freed[len(kept):])
 	freed = kept
+	anyFreed.Store(len(kept) > 0)
 }

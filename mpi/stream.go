@@ -285,6 +285,9 @@ func (s *Stream) ReduceLocal(in, inout Buffer, op Op) error {
 	if err := s.use(name); err != nil {
 		return err
 	}
+	if err := op.check(name); err != nil {
+		return err
+	}
 	ip, _, err := deviceSpan(name, in, -1)
 	if err != nil {
 		return err

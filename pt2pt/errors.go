@@ -28,10 +28,19 @@ var (
 	ErrRank     = &Class{"MPI_ERR_RANK: invalid rank", 6}
 	ErrRequest  = &Class{"MPI_ERR_REQUEST: invalid request", 7}
 	ErrTruncate = &Class{"MPI_ERR_TRUNCATE: message truncated", 15}
-	ErrOther    = &Class{"MPI_ERR_OTHER: known error not in this list", 16}
+	ErrOther    = &Class{"MPI_ERR_OTHER: error of no other class", 16}
 	ErrIntern   = &Class{"MPI_ERR_INTERN: internal error", 17}
 	ErrPending  = &Class{"MPI_ERR_PENDING: pending request", 18}
-	ErrCount    = dtype.ErrCount
+	// ErrArg is an invalid argument of no other class: a GOMPIX_* setting,
+	// a negative Split color.
+	ErrArg = &Class{"MPI_ERR_ARG: invalid argument", 13}
+	// ErrNoMem is an allocation that failed (device memory included).
+	ErrNoMem = &Class{"MPI_ERR_NO_MEM: out of memory", 34}
+	// ErrNotInitialized is a call before Init or after Finalize. MPI makes
+	// such calls erroneous without a class of their own, so its code is
+	// MPI_ERR_OTHER's.
+	ErrNotInitialized = &Class{"MPI_ERR_OTHER: MPI is not initialized (before Init or after Finalize)", 16}
+	ErrCount          = dtype.ErrCount
 	// ErrBuffer is shared with coll (a short collective buffer is the same
 	// class as a nil point-to-point one).
 	ErrBuffer = dtype.ErrBuffer
