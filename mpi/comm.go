@@ -28,6 +28,10 @@ type Comm struct {
 	// stream engine's path (started when the stream gets there) and have
 	// not started yet.
 	hostColls atomic.Int64
+
+	// life tracks the nonblocking collectives in flight, so that Free
+	// leaves their resources to the last one (collective.go).
+	life commLife
 }
 
 func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc} }
