@@ -384,6 +384,11 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 	if m.block {
 		return nil, wrapColl(name, st.WaitRelease(cr))
 	}
+	if m.stream != 0 {
+		// Run on the stream: completed there, and not waited on by
+		// anyone, so not counted for Free.
+		return &Request{sched: errWrapper{cr, name, nil}}, nil
+	}
 	c.life.started()
 	return &Request{sched: errWrapper{cr, name, c}}, nil
 }
@@ -428,7 +433,7 @@ func (l *commLife) deferRelease() bool {
 
 // errWrapper gives collective errors the operation's name and keeps
 // their class, and tells c's life when the collective completes (Request
-// completes it once).
+// completes it once; c nil: a collective on a stream, not counted).
 type errWrapper struct {
 	r    coll.Request
 	name string
@@ -453,7 +458,7 @@ func (w errWrapper) Wait() error {
 // collective. A failure to release has no caller to go to but this
 // collective's, which succeeded; it is dropped, as at Finalize.
 func (w errWrapper) completed() {
-	if w.c.life.completed() {
+	if w.c != nil && w.c.life.completed() {
 		_ = w.c.releaseColl()
 	}
 }
