@@ -492,24 +492,44 @@ func (p *Progress) remove(e *exec) {
 // the domain), is the only one there.
 func (p *Progress) alone() bool { return p.n.Load() <= 1 }
 
+// Pending reports whether any schedule is in flight in the domain: one
+// atomic load (pt2pt.Background, with Poll).
+func (p *Progress) Pending() bool { return p.n.Load() > 0 }
+
+// Poll advances every schedule of the domain that nobody else is advancing
+// right now, and reports whether any of them moved (completed, or went on
+// to a later round). Package mpi installs the domain as its engine's
+// background work (pt2pt.Background), so that every blocking wait of the
+// process advances the nonblocking collectives in flight, as MPI's
+// progress rule requires: a rank blocked in a receive from a peer that
+// first waits for a collective to which this rank's next round is owed
+// would otherwise wait for ever.
+func (p *Progress) Poll() bool {
+	return p.poke(nil, false)
+}
+
 // poke advances every schedule of the domain other than self that nobody
-// else is advancing right now, and forgets the completed ones. If another
-// goroutine is already poking, it leaves the work to that one. selfIn tells
-// whether self is still listed; with nothing else listed it returns at once.
-func (p *Progress) poke(self *exec, selfIn bool) {
+// else is advancing right now, forgets the completed ones, and reports
+// whether any schedule moved. If another goroutine is already poking, it
+// leaves the work to that one. selfIn tells whether self is still listed;
+// with nothing else listed it returns at once.
+func (p *Progress) poke(self *exec, selfIn bool) bool {
 	others := p.n.Load()
 	if selfIn {
 		others--
 	}
 	if others <= 0 || !p.mu.TryLock() {
-		return
+		return false
 	}
 	defer p.mu.Unlock()
+	moved := false
 	kept := p.active[:0]
 	for _, x := range p.active {
 		if x.mu.TryLock() {
 			if x != self {
+				cur, posted := x.cur, x.posted
 				_, _ = x.advance(true) // errors are x's, reported by its own Test
+				moved = moved || x.done || x.cur != cur || x.posted != posted
 			}
 			done := x.done
 			if done {
@@ -525,4 +545,5 @@ func (p *Progress) poke(self *exec, selfIn bool) {
 	clear(p.active[len(kept):])
 	p.active = kept
 	p.n.Store(int32(len(kept)))
+	return moved
 }

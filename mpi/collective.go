@@ -39,9 +39,21 @@ type collState struct {
 // engine returns c's coll.State; c.collMu is held.
 func (c *Comm) engine() *coll.State {
 	if c.coll.st == nil {
-		c.coll.st = coll.NewState(collComm{c.pc}, nil)
+		c.coll.st = coll.NewState(collComm{c.pc}, &coll.Options{Progress: progressOf(c.pc.Engine())})
 	}
 	return c.coll.st
+}
+
+// progressOf returns the progress domain of the nonblocking collectives of
+// e's communicators, made on first use and installed as e's background
+// work: every blocking wait of the process then advances them (MPI's
+// progress rule; pt2pt.Background). One per engine, that is one per rank
+// also when the ranks are goroutines of one test process.
+func progressOf(e *pt2pt.Engine) *coll.Progress {
+	if p, ok := e.Background().(*coll.Progress); ok {
+		return p
+	}
+	return e.SetBackground(coll.NewProgress()).(*coll.Progress)
 }
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.
@@ -417,22 +429,84 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 	if m.block {
 		return nil, wrapColl(name, st.WaitRelease(cr))
 	}
-	return &Request{sched: errWrapper{cr, name}, life: c.life}, nil
+	if m.stream != 0 {
+		// Run on the stream: completed there, and not waited on by
+		// anyone, so not counted for Free.
+		return &Request{sched: errWrapper{cr, name, nil}, life: c.life}, nil
+	}
+	c.pending.started()
+	return &Request{sched: errWrapper{cr, name, c}, life: c.life}, nil
+}
+
+// commLife is what Free needs to know of a communicator's nonblocking
+// collectives: MPI_Comm_free only marks a communicator, and the operations
+// in flight complete normally, so the resources they may use (the device
+// space, the shared segment) are released when the last one completes.
+type commLife struct {
+	mu       sync.Mutex
+	inFlight int  // nonblocking collectives started and not yet completed
+	release  bool // Free came while some were in flight
+}
+
+func (l *commLife) started() {
+	l.mu.Lock()
+	l.inFlight++
+	l.mu.Unlock()
+}
+
+// completed counts one collective out and reports whether it was the last
+// one of a freed communicator, whose release is then the caller's.
+func (l *commLife) completed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inFlight--
+	last := l.inFlight == 0 && l.release
+	if last {
+		l.release = false
+	}
+	return last
+}
+
+// deferRelease reports whether collectives are in flight, in which case the
+// last one to complete releases the communicator's resources.
+func (l *commLife) deferRelease() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release = l.inFlight > 0
+	return l.release
 }
 
 // errWrapper gives collective errors the operation's name and keeps
-// their class.
+// their class, and tells c's life when the collective completes (Request
+// completes it once; c nil: a collective on a stream, not counted).
 type errWrapper struct {
 	r    coll.Request
 	name string
+	c    *Comm
 }
 
 func (w errWrapper) Test() (bool, error) {
 	ok, err := w.r.Test()
+	if ok {
+		w.completed()
+	}
 	return ok, wrapColl(w.name, err)
 }
 
-func (w errWrapper) Wait() error { return wrapColl(w.name, w.r.Wait()) }
+func (w errWrapper) Wait() error {
+	err := w.r.Wait()
+	w.completed()
+	return wrapColl(w.name, err)
+}
+
+// completed releases a freed communicator's resources after its last
+// collective. A failure to release has no caller to go to but this
+// collective's, which succeeded; it is dropped, as at Finalize.
+func (w errWrapper) completed() {
+	if w.c != nil && w.c.pending.completed() {
+		_ = w.c.releaseColl()
+	}
+}
 
 func wrapColl(name string, err error) error {
 	if err == nil {
@@ -943,11 +1017,29 @@ func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, rec
 	})
 }
 
-// allreduceMaxInt and allgatherInts serve communicator creation.
+// allreduceMaxInt, allreduceMaxInts and allgatherInts serve communicator
+// creation.
 func (c *Comm) allreduceMaxInt(v int) (int, error) {
-	in, out := []int64{int64(v)}, []int64{0}
-	err := c.Allreduce(Slice(in), Slice(out), Max)
-	return int(out[0]), err
+	r, err := c.allreduceMaxInts(v)
+	if err != nil {
+		return 0, err
+	}
+	return r[0], nil
+}
+
+func (c *Comm) allreduceMaxInts(vals ...int) ([]int, error) {
+	in, out := make([]int64, len(vals)), make([]int64, len(vals))
+	for i, v := range vals {
+		in[i] = int64(v)
+	}
+	if err := c.Allreduce(Slice(in), Slice(out), Max); err != nil {
+		return nil, err
+	}
+	res := make([]int, len(out))
+	for i, v := range out {
+		res[i] = int(v)
+	}
+	return res, nil
 }
 
 func (c *Comm) allgatherInts(vals []int) ([]int, error) {

@@ -32,6 +32,9 @@ type Comm struct {
 	// life is shared by a world and every communicator made from it;
 	// Finalize ends it, so that each operation's check is one load.
 	life *lifetime
+	// life tracks the nonblocking collectives in flight, so that Free
+	// leaves their resources to the last one (collective.go).
+	pending commLife
 }
 
 // lifetime is the span between a world's creation and Finalize.

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 
 	"github.com/gompix/gompix/pt2pt"
@@ -9,12 +10,46 @@ import (
 
 // Creating a communicator is collective over the parent. Context ids are
 // agreed without a central allocator: every member proposes the lowest id
-// it has never used (pt2pt.Engine.NextContext) and all take the maximum,
-// which is then free in every member.
+// it has neither used nor reserved (pt2pt.Engine.NextContext), all take the
+// maximum, and each member reserves it at once (ReserveContext), so that no
+// other creation in its process can take it. Goroutines may create
+// communicators from different parents at the same time
+// (MPI_THREAD_MULTIPLE), so another creation may have reserved the agreed
+// id on some member between its proposal and its reservation: the members
+// therefore agree on whether every one of them reserved it, together with
+// their next proposals, and try again with the maximum of those if not (an
+// id reserved by a failed try is left unused). A retry needs another
+// creation's reservation to land within this one's short window on some
+// member, so the loop almost always ends after one try.
 
 func (c *Comm) agreeContext() (uint32, error) {
-	v, err := c.allreduceMaxInt(int(c.pc.Engine().NextContext()))
-	return uint32(v), err
+	e := c.pc.Engine()
+	v, err := c.allreduceMaxInt(int(e.NextContext()))
+	if err != nil {
+		return 0, err
+	}
+	for {
+		id := uint32(v)
+		// An unusable id (ids exhausted) is the same on every member, and
+		// so is the error.
+		ok, err := e.ReserveContext(id)
+		if err != nil {
+			return 0, err
+		}
+		failed := 1
+		if ok {
+			failed = 0
+		}
+		r, err := c.allreduceMaxInts(failed, int(e.NextContext()))
+		if err != nil {
+			return 0, err
+		}
+		if r[0] == 0 {
+			return id, nil
+		}
+		runtime.Gosched() // let the creation this one collided with go on
+		v = r[1]
+	}
 }
 
 // Dup returns a new communicator with the same group and a new context:
@@ -96,25 +131,40 @@ func (c *Comm) SplitType(kind SplitKind, key int) (*Comm, error) {
 
 // Free releases the communicator; operations on it then fail with
 // ErrComm. Freeing World, or a communicator twice, is an error that leaves
-// it as it was.
+// it as it was. Nonblocking collectives still in flight on it complete
+// normally (MPI_Comm_free only marks it): the resources they may use are
+// released when the last of them completes.
 func (c *Comm) Free() error {
 	if err := c.check("comm free"); err != nil {
 		return err
 	}
 	// Refused before anything is released, so that a refused Free leaves c
-	// working (the device space's release below still runs a barrier on c,
-	// so the transport's own Free, which refuses the same, comes last).
+	// working.
 	switch {
 	case c.pc == c.pc.Engine().World():
 		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("the world communicator cannot be freed")}
 	case c.pc.Freed():
 		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("communicator already freed")}
 	}
-	if err := c.closeDevice(); err != nil {
+	// Free is collective: the device engine's barrier is taken here, with
+	// every rank in the call, even when the release itself is left to the
+	// last collective in flight.
+	if err := c.directBarrier(); err != nil {
 		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
 	}
-	if err := c.closeShared(); err != nil {
-		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
+	if !c.pending.deferRelease() {
+		if err := c.releaseColl(); err != nil {
+			return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
+		}
 	}
 	return c.pc.Free()
+}
+
+// releaseColl releases c's device space and shared segment (Free, or the
+// last nonblocking collective of a freed communicator).
+func (c *Comm) releaseColl() error {
+	if err := c.closeDeviceSpace(); err != nil {
+		return err
+	}
+	return c.closeShared()
 }

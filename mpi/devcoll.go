@@ -176,20 +176,36 @@ func (c *Comm) directOnStream() int {
 }
 
 // closeDevice releases the device space (Comm.Free, collective). With an
-// IPC-direct engine it first waits for every rank (a barrier): a peer may
-// still be reading this rank's staging slot for the last call, which this
-// rank completed as soon as the peer had signalled.
+// IPC-direct engine it first waits for every rank (directBarrier).
 func (c *Comm) closeDevice() error {
+	if err := c.directBarrier(); err != nil {
+		return err
+	}
+	return c.closeDeviceSpace()
+}
+
+// directBarrier is a barrier on c when c has an IPC-direct engine, which
+// Free takes before the device space goes: a peer may still be reading
+// this rank's staging slot for the last call, which this rank completed as
+// soon as the peer had signalled.
+func (c *Comm) directBarrier() error {
+	c.collMu.Lock()
+	ds := c.coll.dev
+	c.collMu.Unlock()
+	if ds == nil || ds.direct == nil {
+		return nil
+	}
+	return c.Barrier()
+}
+
+// closeDeviceSpace releases the device space, without closeDevice's
+// barrier.
+func (c *Comm) closeDeviceSpace() error {
 	c.collMu.Lock()
 	ds := c.coll.dev
 	c.collMu.Unlock()
 	if ds == nil {
 		return nil
-	}
-	if ds.direct != nil {
-		if err := c.Barrier(); err != nil {
-			return err
-		}
 	}
 	c.collMu.Lock()
 	defer c.collMu.Unlock()

@@ -50,6 +50,56 @@ type Engine struct {
 
 	ops      atomic.Uint32 // operations started, for passScheduler
 	lastPass atomic.Int64  // when passScheduler last passed (since processStart)
+
+	// bg is the work besides the engine's own operations that its waits
+	// advance (SetBackground); nil until installed.
+	bg atomic.Pointer[backgroundSlot]
+}
+
+// Background is work that is not one of the engine's operations but must
+// advance while this rank is blocked in any call, as MPI's progress rule
+// requires: package mpi installs its nonblocking collectives' schedules,
+// whose next round a peer may be waiting for while this rank waits for
+// that peer in a receive.
+type Background interface {
+	// Pending reports whether there is work to advance. It is asked on
+	// every fruitless round of every wait, so it must be cheap (an atomic
+	// load).
+	Pending() bool
+	// Poll advances the work as far as it goes without blocking and
+	// reports whether anything happened. It must not call back into the
+	// engine's waits.
+	Poll() bool
+}
+
+// backgroundSlot boxes a Background for an atomic pointer.
+type backgroundSlot struct{ b Background }
+
+// SetBackground installs b as the engine's background work unless some is
+// installed already, and returns the one installed.
+func (e *Engine) SetBackground(b Background) Background {
+	if e.bg.CompareAndSwap(nil, &backgroundSlot{b}) {
+		return b
+	}
+	return e.bg.Load().b
+}
+
+// Background returns the engine's background work, nil when none is
+// installed.
+func (e *Engine) Background() Background {
+	if s := e.bg.Load(); s != nil {
+		return s.b
+	}
+	return nil
+}
+
+// pollBackground advances the background work when there is any, and
+// reports whether it did anything. Without any it costs two loads.
+func (e *Engine) pollBackground() bool {
+	if s := e.bg.Load(); s != nil && s.b.Pending() {
+		return s.b.Poll()
+	}
+	return false
 }
 
 // schedulerCheckEvery is how many operations a process starts between two
@@ -123,21 +173,52 @@ func (e *Engine) Transport() Transport { return e.t }
 // Close closes the transport. Outstanding requests are abandoned.
 func (e *Engine) Close() error { return e.t.Close() }
 
-// NextContext is the lowest context id this process has not used. Creating
-// a communicator is collective: the members agree on the maximum of their
-// NextContext values (an allreduce in package mpi) and then call NewComm
-// with it, so the id is free in every member.
+// NextContext is the lowest context id this process has neither used nor
+// reserved. Creating a communicator is collective: the members propose
+// their NextContext values, agree on the maximum (an allreduce in package
+// mpi), and each reserves it (ReserveContext). Another goroutine of this
+// process may have reserved that id between the proposal and the
+// reservation (MPI_THREAD_MULTIPLE lets goroutines create communicators
+// from different parents at once), so the members then agree on whether
+// every one of them got it, and try again with new proposals if not.
 func (e *Engine) NextContext() uint32 {
 	e.ctxMu.Lock()
 	defer e.ctxMu.Unlock()
 	return e.nextCtx
 }
 
+// ReserveContext reserves context id for a communicator being created and
+// reports whether it could: it can when no communicator of this process
+// has used or reserved id or a higher one (ids are never reused, so one
+// counter says which are taken). Once reserved, id is this caller's, even
+// if the creation is then abandoned: no other creation in this process
+// gets it. An id beyond MaxContexts is an ErrComm.
+func (e *Engine) ReserveContext(id uint32) (bool, error) {
+	e.ctxMu.Lock()
+	defer e.ctxMu.Unlock()
+	if err := checkContext(id); err != nil {
+		return false, err
+	}
+	if id < e.nextCtx {
+		return false, nil
+	}
+	e.nextCtx = id + 2
+	return true, nil
+}
+
+func checkContext(id uint32) error {
+	if id%2 != 0 || id+2 > MaxContexts {
+		return opErr("comm create", ErrComm, "context id %d unusable (ids exhausted?)", id)
+	}
+	return nil
+}
+
+// claimContext marks id used (NewComm): it is normally reserved already.
 func (e *Engine) claimContext(id uint32) error {
 	e.ctxMu.Lock()
 	defer e.ctxMu.Unlock()
-	if id%2 != 0 || id+2 > MaxContexts {
-		return opErr("comm create", ErrComm, "context id %d unusable (ids exhausted?)", id)
+	if err := checkContext(id); err != nil {
+		return err
 	}
 	if id >= e.nextCtx {
 		e.nextCtx = id + 2
@@ -163,19 +244,28 @@ func (e *Engine) wait(op Op) {
 	}
 }
 
-// Progress advances the transport's outstanding operations once and
-// reports whether anything happened. A wait that is not a wait on one of
-// the engine's operations (a collective in shared memory) calls it now
-// and then, so that a peer's message to this rank completes meanwhile
-// (MPI's progress rule).
-func (e *Engine) Progress() bool { return e.t.Progress() }
+// Progress advances the transport's outstanding operations once, and the
+// background work (SetBackground), and reports whether anything happened.
+// A wait that is not a wait on one of the engine's operations (a
+// collective in shared memory) calls it now and then, so that a peer's
+// message to this rank completes meanwhile (MPI's progress rule).
+func (e *Engine) Progress() bool {
+	p := e.t.Progress()
+	return e.pollBackground() || p
+}
 
 // Idle is one step of the engine's wait policy, taken after round
 // fruitless progress rounds (counted from 0): spin (yielding to other
 // goroutines now and then), then, when configured, give the processor away
 // (Options.YieldRounds), then sleep in the transport. Every blocking wait
 // of gompix uses it, collectives' included (package mpi hands it to coll).
+// First it advances the background work, if there is any; when that did
+// something, the step ends there, and the caller looks at its own
+// operation again.
 func (e *Engine) Idle(round int) {
+	if e.pollBackground() {
+		return
+	}
 	switch {
 	case round < e.spin:
 		if round%schedulerCheckEvery == schedulerCheckEvery-1 {
@@ -252,8 +342,10 @@ func (c *Comm) WorldRanks() []int {
 	return out
 }
 
-// Free marks c freed: later operations on it fail with ErrComm. Requests
-// already started complete normally. Freeing the world is an error.
+// Free marks c freed: later point-to-point operations on it fail with
+// ErrComm. Requests already started complete normally, and so may the
+// messages of collectives in flight (checkOn). Freeing the world is an
+// error.
 func (c *Comm) Free() error {
 	if c == c.e.world {
 		return opErr("comm free", ErrComm, "the world communicator cannot be freed")
@@ -275,6 +367,17 @@ func (c *Comm) check(op string) error {
 		return opErr(op, ErrComm, "communicator has been freed")
 	}
 	return nil
+}
+
+// checkOn is check for an operation on context ctx. A freed communicator
+// still carries the messages of its collective context: MPI_Comm_free
+// lets the nonblocking collectives in flight complete, and package mpi
+// starts no new one on it.
+func (c *Comm) checkOn(op string, ctx uint32) error {
+	if c != nil && ctx != c.ctx {
+		return nil
+	}
+	return c.check(op)
 }
 
 // Status describes a received or probed message.
@@ -373,10 +476,11 @@ func (c *Comm) PostIrecvColl(m Mem, src, tag int) (Request, error) {
 	return c.postRecv(m, src, tag, c.ctx+1, "coll recv", false)
 }
 
-// checkSend checks a send's arguments: a live communicator, a valid
-// destination and tag, a well-formed buffer.
-func (c *Comm) checkSend(name string, m Mem, dest, tag int) error {
-	if err := c.check(name); err != nil {
+// checkSend checks a send's arguments on context ctx: a live
+// communicator (checkOn), a valid destination and tag, a well-formed
+// buffer.
+func (c *Comm) checkSend(name string, m Mem, dest, tag int, ctx uint32) error {
+	if err := c.checkOn(name, ctx); err != nil {
 		return err
 	}
 	if err := c.checkPeer(name, dest, false); err != nil {
@@ -391,7 +495,7 @@ func (c *Comm) checkSend(name string, m Mem, dest, tag int) error {
 // postSend checks a send's arguments and posts it. The Request is returned
 // by value so that the blocking Send keeps it on its stack.
 func (c *Comm) postSend(m Mem, dest, tag int, sync bool, ctx uint32, name string) (Request, error) {
-	if err := c.checkSend(name, m, dest, tag); err != nil {
+	if err := c.checkSend(name, m, dest, tag, ctx); err != nil {
 		return Request{}, err
 	}
 	if dest == ProcNull {
@@ -451,7 +555,7 @@ func (c *Comm) TrySendColl(m Mem, dest, tag int) (*Request, bool, error) {
 // for ProcNull). It builds no Request: the blocking send's common case
 // needs none.
 func (c *Comm) trySend(m Mem, dest, tag int, ctx uint32, name string) (Op, bool, error) {
-	if err := c.checkSend(name, m, dest, tag); err != nil {
+	if err := c.checkSend(name, m, dest, tag, ctx); err != nil {
 		return nil, false, err
 	}
 	if dest == ProcNull {
@@ -495,7 +599,7 @@ func (c *Comm) TryRecvColl(m Mem, src, tag int) (Status, bool, error) {
 }
 
 func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bool, error) {
-	if err := c.CheckRecv(name, m, src, tag); err != nil {
+	if err := c.checkRecv(name, m, src, tag, ctx); err != nil {
 		return Status{}, false, err
 	}
 	if src == ProcNull {
@@ -526,7 +630,12 @@ func (c *Comm) tryRecv(m Mem, src, tag int, ctx uint32, name string) (Status, bo
 // receive path checks this way, and package mpi checks a Sendrecv's receive
 // before its send leaves.
 func (c *Comm) CheckRecv(name string, m Mem, src, tag int) error {
-	if err := c.checkRecvArgs(name, src, tag); err != nil {
+	return c.checkRecv(name, m, src, tag, c.ctx)
+}
+
+// checkRecv is CheckRecv on context ctx (see checkOn).
+func (c *Comm) checkRecv(name string, m Mem, src, tag int, ctx uint32) error {
+	if err := c.checkRecvArgs(name, src, tag, ctx); err != nil {
 		return err
 	}
 	return c.checkMem(name, m)
@@ -564,7 +673,7 @@ func (c *Comm) irecv(m Mem, src, tag int, ctx uint32, name string) (*Request, er
 // blocking receive lets the transport poll for the message in the same
 // step when it can (BlockingReceiver).
 func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string, blocking bool) (Request, error) {
-	if err := c.CheckRecv(name, m, src, tag); err != nil {
+	if err := c.checkRecv(name, m, src, tag, ctx); err != nil {
 		return Request{}, err
 	}
 	if src == ProcNull {
@@ -587,8 +696,8 @@ func (c *Comm) postRecv(m Mem, src, tag int, ctx uint32, name string, blocking b
 
 // checkRecvArgs checks what receives and probes share: the communicator, a
 // source (or AnySource) and a tag (or AnyTag).
-func (c *Comm) checkRecvArgs(name string, src, tag int) error {
-	if err := c.check(name); err != nil {
+func (c *Comm) checkRecvArgs(name string, src, tag int, ctx uint32) error {
+	if err := c.checkOn(name, ctx); err != nil {
 		return err
 	}
 	if err := c.checkPeer(name, src, true); err != nil {
@@ -600,7 +709,7 @@ func (c *Comm) checkRecvArgs(name string, src, tag int) error {
 // Iprobe reports whether a message from src with tag is waiting, without
 // receiving it.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
-	if err := c.checkRecvArgs("probe", src, tag); err != nil {
+	if err := c.checkRecvArgs("probe", src, tag, c.ctx); err != nil {
 		return Status{}, false, err
 	}
 	if src == ProcNull {
