@@ -49,7 +49,8 @@
 //
 // A catalog (Catalog) lists the algorithms with their restrictions; Select
 // picks one from the collective, the message size, the number of ranks and
-// whether the operation commutes. GOMPIX_<COLL>_ALGORITHM forces a choice
+// whether the operation commutes, by the first matching row of a table of
+// measured rules (tuning.go, which also holds the shared-memory bounds). GOMPIX_<COLL>_ALGORITHM forces a choice
 // (see Vars); a forced algorithm that cannot run the call falls back to the
 // selected one, with a warning through Options.Warn.
 //

@@ -111,9 +111,8 @@ func (s *State) foldRanks(out []byte, t dtype.Type, op Op, part func(q int, dst 
 }
 
 // reduceChunk is the piece of the contributions a single-copy reduce
-// reads and folds at a time: each read costs a system call of some µs on
-// the 2-core machine, so 32 KiB pieces (in cache) made a 1 MiB reduce
-// twice as slow as messages (170-210 µs against 66-92), 1 MiB ones level.
+// reads and folds at a time: each read is a system call, so small pieces,
+// though in cache, pay that cost too often.
 const reduceChunk = 1 << 20
 
 // singleReduce is sharedReduce's single-copy way.
@@ -136,9 +135,7 @@ func (s *State) singleReduce(n, d uint64, send, recv []byte, nb int, t dtype.Typ
 // cp-1)), a chunk at a time, then divides by p for Avg. With release it
 // marks this rank finished with call n (finished) right after its last
 // read, before the fold that follows it, or on a failure: the peers,
-// waiting for that to reuse their buffers, then leave while it folds (2
-// ranks, 64 KiB, the 2-core machine, session 13, 8 rounds: 6.8-8.3 µs
-// against 7.2-9.8 marked after the fold).
+// waiting for that to reuse their buffers, then leave while it folds.
 func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo int, release bool) error {
 	g := s.sh
 	released := !release
@@ -200,29 +197,19 @@ func (s *State) singleFold(n, d uint64, own, out []byte, t dtype.Type, op Op, lo
 }
 
 // reduceSerialMax is the largest 2-rank reduce whose vector the root
-// reads and folds alone by default (singleReduce): beyond it, messages
-// were faster on the GPU machine (1 MiB: 126 µs against 98), and where a
-// CMA read is dear the two ranks share the reads (halfReduce). To it the
-// root alone, releasing the peer before its fold, did better where a CMA
-// read is dear too (the 2-core machine, session 13, in its slow state:
-// 64 KiB 6.8-8.3 µs against 7.7-9.3 in halves, 32 KiB 5.2-7.1 against
-// 5.6-7.1; in its fast state halves did better at 64 KiB, 5.4-6.1
-// against 6.3-8.9).
+// reads and folds alone by default (singleReduce); beyond it messages, or
+// halfReduce where a CMA read is dear, spread the work (copyRules).
 const reduceSerialMax = 64 << 10
 
 // halfReduce is the 2-rank single-copy reduce of a commutative op where a
 // CMA read is dear (Shared.CMASlow): the peer writes the second half of
 // its vector into the root's receive buffer (process_vm_writev) while the
 // root reads the first half into it, then the root folds its own vector
-// into the whole. Each CMA call costs some µs on top of its copy on the
-// 2-core machine, and the peer's runs at once with the root's; the peer
-// reports a failed write in its slot (markFailed). An in-place root (its
-// receive buffer holds its vector) offers no receive buffer and reads the
-// whole vector itself, as singleReduce. Session 12, 2-core machine
-// against the root alone to 64 KiB and splitting the fold beyond: 32 KiB
-// 4.3-5.2 µs against 4.9-9.3, 64 KiB 5.3-7.3 against 6.5-14, 1 MiB 39-57
-// against 53-82 (Open MPI ob1 4.8-5.2, 6.4-7.0, 77-91); on the GPU
-// machine, where CMA is cheap, it lost (64 KiB 9.8-10.7 against 5.5-8.1).
+// into the whole. Where each CMA call is dear, the peer's call then runs
+// at once with the root's instead of after it; the peer reports a failed
+// write in its slot (markFailed). An in-place root (its receive buffer
+// holds its vector) offers no receive buffer and reads the whole vector
+// itself, as singleReduce.
 //
 // Cost: root λ + (n/2)β_cma + nγ, the peer's (n/2)β_cma at once.
 func (s *State) halfReduce(n, d uint64, send, recv []byte, nb int, t dtype.Type, op Op, root int) error {

@@ -109,7 +109,7 @@ type Shared struct {
 	// (a rank's whole send buffer for alltoall).
 	Slot int
 	// Auto bounds each collective further by where the segment was
-	// measured to beat messages (sharedAuto; SharedAutoSlot is the Slot
+	// measured to beat messages (slotRules; SharedAutoSlot is the Slot
 	// those bounds need).
 	Auto bool
 	// Oversubscribed: ranks outnumber cores, so a waiting rank gives its
@@ -134,8 +134,8 @@ type Shared struct {
 	Pids []int
 	// CMAMin is the smallest contribution, in bytes, that goes single
 	// copy where Pids allow it: -1 chooses by collective, ranks and cores
-	// (sharedCMAAuto: what does not fit the slots, where measured to
-	// win); 0 never.
+	// (copyRules: what does not fit the slots, where measured to win); 0
+	// never.
 	CMAMin int
 	// CPUs, when not nil, is the CPU each rank's process is bound to, by
 	// rank, -1 where a rank is not bound to one (package mpi binds ranks
@@ -145,22 +145,18 @@ type Shared struct {
 	// its own CPU has arrived (patience).
 	CPUs []int
 	// CMASlow: a cross-process read costs several memory copies on this
-	// node, as every rank measured it (internal/shm.CMASlow). With Auto,
-	// 2 ranks then keep to 64 KiB in the slots, a reduce to 256 KiB
-	// (sharedAuto), and a 2-rank reduce beyond the slots goes single copy
-	// at any size, the two ranks sharing the reads (halfReduce);
-	// elsewhere single copy to 64 KiB and as messages beyond.
+	// node, as every rank measured it (internal/shm.CMASlow): 2 ranks then
+	// keep more in the slots, and a long 2-rank reduce shares its reads
+	// (halfReduce); slotRules and copyRules say how much.
 	CMASlow bool
 }
 
 // Wait policy of a shared-memory call waiting for a peer, in polls: spin,
-// then yield the processor between polls, then sleep between polls. With
-// a core per rank the spin outlasts a peer's single copy of 64 KiB: after
-// 2048 polls (a few µs) a 2-rank 64 KiB bcast waited in the yields and
-// progress turns, 7.3-8.2 µs with 1.5-2 µs between the ranks, against
-// 5.9-6.9 and 0.1 with 32768 (docs/performance-host.md, session 11).
+// then yield the processor between polls, then sleep between polls. With a
+// core per rank the spin outlasts a peer's single copy of 64 KiB, so the
+// waiter does not fall into the yields just before the data arrives.
 const (
-	sharedSpin      = 1 << 15 // some tens of µs of loads, to cover a 64 KiB single copy
+	sharedSpin      = 1 << 15 // long enough to cover a 64 KiB single copy
 	sharedSpinOver  = 64      // oversubscribed: the peer needs this core
 	sharedYields    = 2000    // about 1 ms of sched_yield calls
 	sharedSleep     = 20 * time.Microsecond
@@ -197,127 +193,6 @@ type shared struct {
 	bulk bool
 }
 
-// sharedAuto is the largest slot contribution of kind k that runs in the
-// segment by default (Shared.Auto) on p ranks. The segment costs a copy in
-// and a copy out where the transport's rendezvous copies once (CMA), but
-// saves its handshakes, and every rank reads the root's or its peers' slots
-// at once where messages go one after another. Measured with OSU
-// (docs/performance-host.md, session 10): 2 ranks, a core each (the GPU
-// machine and the 2-core machine): the segment won up to 16 KiB and was
-// level or behind from 32 KiB. Where a CMA read is dear (cmaSlow: the 2-core
-// machine, whose vector copies are slow across cores too) the slots'
-// string-move copies (internal/shm.Copy, session 13) won to 64 KiB, a reduce
-// to 256 KiB (64 KiB: reduce 3.6-5.9 µs against 6.5-10.4 read single copy or
-// in halves, allreduce 7.7-10.7 against 10.5-14.7 as messages, bcast 4.6-5.3
-// against 5.3-5.9; 256 KiB: reduce 14-16 against 17-20, bcast 17-28 against
-// 11-13); on the GPU machine the same lost to single copy (64 KiB bcast
-// 7.5-8.4 against 3.8-4.0, allgather 11-12 against 6.6-7.5, reduce 8.7-9.1
-// against 6.0-6.9). 4 ranks with a core each (the GPU machine, 2 rounds
-// against messages and Open MPI): bcast, reduce and allgather won at every
-// size to 1 MiB (bcast 64 KiB 10-11 µs against 21-25 with messages, 1 MiB
-// 233-245 against 285-293; allgather 1 MiB 546-561 against 715-731),
-// allreduce to 64 KiB (31 against 39-42; level at 128 KiB, behind above:
-// each rank reads and reduces every contribution), alltoall to 16 KiB blocks
-// (10-12 against 17-18). Ranks outnumbering cores (4 on the 2-core machine):
-// won for every kind to 64 KiB (allreduce 43-56 against 70-92 µs, allgather
-// 40 against 73-77, alltoall 64 KiB blocks 52 against 60 for Open MPI).
-func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
-	switch {
-	case oversubscribed:
-		return 256 << 10
-	case p <= 2 && cmaSlow && k == Reduce:
-		return 256 << 10
-	case p <= 2 && cmaSlow:
-		return 64 << 10
-	case p <= 2:
-		return 16 << 10
-	}
-	switch k {
-	case Allreduce:
-		return 64 << 10
-	case Alltoall:
-		return p * (16 << 10)
-	}
-	return 1 << 20
-}
-
-// sharedCMAAuto reports whether contributions of kind k (a single-copy
-// kind) that do not fit the slots go single copy by default on p ranks
-// (rather than as messages), up to max bytes. Measured with OSU, single
-// copy against the slots and messages (docs/performance-host.md, session
-// 11): with a core per rank (the GPU machine; the 2-core machine's 2
-// ranks) it won for
-// every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
-// against 11.2-11.6 on the GPU machine, 7.0-11.0 against 10.6-11.3 on the
-// 2-core one; 2-rank bcast and allgather the same way), and beyond 2
-// ranks for allgather and alltoall (4 ranks: a 1 MiB allgather 518-528
-// against 698-753, 64 KiB alltoall blocks 29-31 against 33-43; 8 ranks,
-// written rather than read, session 12 call 12: a 1 MiB allgather
-// 880-902 against 1228-1266 for recursive doubling as messages) but not
-// for bcast, whose readers all read the root's pages at once (4 ranks, 1
-// MiB: 334-389 against 230-287 through the slots). With ranks
-// outnumbering cores (4 on 2), a rank whose buffer is read waits for
-// readers that may not be running: only bcast won (1 MiB 161-198 against
-// 207-261 as messages; alltoall 1 MiB 945-1476 against 707-820); since
-// the waits know which ranks share a CPU and the copies are string moves
-// (session 13, 3-4 rounds), allreduce too (512 KiB 263-333 µs against
-// 348-435 as messages, 1 MiB 462-739 against 626-767), while reduce and
-// alltoall still lost (1 MiB 370-390 against 291-339, 760-894 against
-// 643-874) and allgather was level (785-904 against 870-1017). Those two
-// write into their peers' buffers, and a rank waiting for such a peer on
-// another CPU spun long for it while its own CPU's other rank still had
-// writes to make; without that spin (shared.bulk, session 15, 4 rounds
-// beside the same runs' messages and Open MPI over UCX) alltoall won
-// from 512 KiB send buffers (128 KiB blocks 84 µs against 114 as
-// messages and 99 for Open MPI; 1 MiB blocks 487 against 720 and 617;
-// 4 MiB 3733 against 4278 and 4351) and allgather from 512 KiB (277
-// against 299 and 446; 1 MiB 487 against 730 and 901), while through
-// the slots stays ahead below (alltoall 64 KiB blocks 35 against 57). A
-// 2-rank reduce (the root reads and folds the peer's vector) won at 32 KiB
-// (6.3-6.8 against 12.0-12.2 on the 2-core machine), was level with
-// messages at 64 KiB on both machines, and lost at 1 MiB on the GPU
-// machine (126 against 98): so to reduceSerialMax, and where a CMA read
-// is dear (cmaSlow: the 2-core machine) at every size, the two ranks
-// sharing the reads beyond reduceSerialMax (halfReduce; a
-// non-commutative op's vector, which the root then reads whole, goes as
-// messages beyond reduceSerialMax: sharedWayOp). Beyond 2 ranks the
-// root would read every contribution itself (4 ranks, 1 MiB: 838 against
-// 256), where the binomial tree spreads the work. Allreduce (a
-// reduce-scatter and an allgather, each rank reading 2(p-1) blocks of n/p
-// bytes) beyond 2 ranks on the GPU machine (call 5): 4 ranks 128 KiB 50-54
-// against 55-60, 4 MiB 1130-1191 against 1781-2098, 1 MiB within the
-// noise (338-417 against 318-420); 8 ranks 128 KiB 78 against 89-96, 4 MiB
-// 1986-2035 against 2558-2818. On 2 ranks each rank reads half a vector
-// its peer has just written: 1 MiB 161-213 against 104-154 (both
-// machines); with ranks outnumbering cores, 128 KiB 135-175 against 73-108
-// through the slots.
-//
-// Where it is on and the slot sizes are chosen too (Shared.Auto), single
-// copy starts beyond slots bytes: a 4-rank allreduce reads
-// 2(p-1) blocks of a quarter where through the slots every rank reads
-// every whole contribution, and single copy won from 32 KiB on (GPU
-// machine, call 7, 3 rounds: 4 ranks 64 KiB 24.9-27.5 µs against 40.8-45.7
-// through the slots and 38.5-41.0 for Open MPI; 32 KiB 18.4-18.7 against
-// 14.3-21.4; 16 KiB 12.9-14.6 against 7.1-12.7; 8 ranks 64 KiB 46-49
-// against 70-93, 32 KiB 34-36 against 39-48).
-func sharedCMAAuto(k Kind, p int, oversubscribed, cmaSlow bool) (ok bool, slots, max int) {
-	switch {
-	case oversubscribed:
-		return k == Bcast || k == Allreduce || k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
-	case p > 2 && k == Allreduce:
-		return true, 16 << 10, math.MaxInt
-	case p > 2:
-		return k == Allgather || k == Alltoall, math.MaxInt, math.MaxInt
-	case k == Reduce && cmaSlow:
-		return true, math.MaxInt, math.MaxInt
-	case k == Reduce:
-		return true, math.MaxInt, reduceSerialMax
-	case k == Allreduce:
-		return false, 0, 0
-	}
-	return true, math.MaxInt, math.MaxInt
-}
-
 // SharedAutoSlot is the Slot that sharedAuto's bounds need on p ranks.
 func SharedAutoSlot(p int, oversubscribed bool) int {
 	n := 0
@@ -333,6 +208,33 @@ func SharedAutoSlot(p int, oversubscribed bool) int {
 // Slot.
 func (s *State) SetShared(sh Shared) error {
 	p := s.comm.Size()
+	if err := checkShared(&sh, p); err != nil {
+		return err
+	}
+	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
+		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
+		prog: s.prog, progress: sh.Progress, pids: sh.Pids, slot: sh.Slot, cmaSlow: sh.CMASlow}
+	if sh.Oversubscribed {
+		g.spin = sharedSpinOver
+	}
+	if g.yield == nil {
+		g.yield = runtime.Gosched
+	}
+	if g.truncate == nil {
+		g.truncate = ErrCount
+	}
+	g.place(sh.CPUs)
+	for k := range numKinds {
+		f := s.cfg.force[k]
+		g.limit[k] = sharedLimit(k, p, &sh, f)
+		g.cmaMin[k], g.cmaMax[k] = singleCopyRange(k, p, &sh, f, g.limit[k])
+	}
+	s.sh = g
+	return nil
+}
+
+// checkShared refuses a segment that p ranks cannot use.
+func checkShared(sh *Shared, p int) error {
 	switch {
 	case sh.Slot < 0 || p > sharedMaxRanks:
 		return fmt.Errorf("coll: shared segment: slot %d for %d ranks: %w", sh.Slot, p, ErrCount)
@@ -345,56 +247,55 @@ func (s *State) SetShared(sh Shared) error {
 	case sh.CPUs != nil && len(sh.CPUs) != p:
 		return fmt.Errorf("coll: shared segment: %d CPUs for %d ranks: %w", len(sh.CPUs), p, ErrCount)
 	}
-	g := &shared{mem: sh.Mem, p: p, r: s.comm.Rank(), stride: slotStride(sh.Slot),
-		known: make([]uint64, p), parts: make([][]byte, p), spin: sharedSpin, yield: sh.Yield, truncate: sh.Truncate,
-		prog: s.prog, progress: sh.Progress, pids: sh.Pids, slot: sh.Slot, cmaSlow: sh.CMASlow}
-	if sh.Oversubscribed {
-		g.spin = sharedSpinOver
-	}
-	if g.yield == nil {
-		g.yield = runtime.Gosched
-	}
-	if r := s.comm.Rank(); sh.CPUs != nil && sh.CPUs[r] >= 0 {
-		g.mates, g.placed = make([]bool, p), make([]bool, p)
-		for q, c := range sh.CPUs {
-			g.mates[q] = q != r && c == sh.CPUs[r]
-			g.placed[q] = c >= 0
-		}
-	}
-	if g.truncate == nil {
-		g.truncate = ErrCount
-	}
-	for k := range numKinds {
-		f := s.cfg.force[k]
-		switch {
-		case f == SharedName: // forced: whatever fits
-			g.limit[k] = sh.Slot
-		case f != "": // forced elsewhere
-			g.limit[k] = -1
-		case sh.Auto && k == Bcast && sh.Slot > 0:
-			// A bcast the measured bound admits but the slot does not (a
-			// segment kept within its size limit) goes in pieces.
-			g.limit[k] = sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow)
-		case sh.Auto:
-			g.limit[k] = min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow))
-		default:
-			g.limit[k] = sh.Slot
-		}
-		g.cmaMin[k], g.cmaMax[k] = math.MaxInt, math.MaxInt
-		switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed, sh.CMASlow); {
-		case sh.Pids == nil || sh.CMAMin == 0 || g.limit[k] < 0 || !singleCopyKind(k):
-		case sh.CMAMin > 0:
-			g.cmaMin[k] = sh.CMAMin
-		case ok:
-			below := min(g.limit[k], sh.Slot) // beyond the slots
-			if sh.Auto && f == "" {
-				below = min(below, slots) // the slots keep the rest (a non-commutative allreduce: sharedWayOp)
-			}
-			g.cmaMin[k], g.cmaMax[k] = max(below, 0)+1, most
-		}
-	}
-	s.sh = g
 	return nil
+}
+
+// place records which ranks share this rank's CPU (cpus: Shared.CPUs,
+// checked), for patience; nothing where this rank's CPU is unknown.
+func (g *shared) place(cpus []int) {
+	if cpus == nil || cpus[g.r] < 0 {
+		return
+	}
+	g.mates, g.placed = make([]bool, g.p), make([]bool, g.p)
+	for q, c := range cpus {
+		g.mates[q] = q != g.r && c == cpus[g.r]
+		g.placed[q] = c >= 0
+	}
+}
+
+// sharedLimit is the largest contribution of kind k that runs through
+// the slots of sh on p ranks, with f the kind's forced algorithm ("":
+// none); -1 where f is not shm.
+func sharedLimit(k Kind, p int, sh *Shared, f string) int {
+	switch {
+	case f == SharedName: // forced: whatever fits
+		return sh.Slot
+	case f != "":
+		return -1
+	case sh.Auto && k == Bcast && sh.Slot > 0:
+		// A bcast the measured bound admits but the slot does not goes in pieces.
+		return sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow)
+	case sh.Auto:
+		return min(sh.Slot, sharedAuto(k, p, sh.Oversubscribed, sh.CMASlow))
+	}
+	return sh.Slot
+}
+
+// singleCopyRange is the range of contributions of kind k that go single
+// copy on sh (limit: sharedLimit's); math.MaxInt for both: none.
+func singleCopyRange(k Kind, p int, sh *Shared, f string, limit int) (lo, hi int) {
+	switch ok, slots, most := sharedCMAAuto(k, p, sh.Oversubscribed, sh.CMASlow); {
+	case sh.Pids == nil || sh.CMAMin == 0 || limit < 0 || !singleCopyKind(k):
+	case sh.CMAMin > 0:
+		return sh.CMAMin, math.MaxInt
+	case ok:
+		below := min(limit, sh.Slot) // beyond the slots
+		if sh.Auto && f == "" {
+			below = min(below, slots) // the slots keep the rest (a non-commutative allreduce: sharedWayOp)
+		}
+		return max(below, 0) + 1, most
+	}
+	return math.MaxInt, math.MaxInt
 }
 
 // sharedWay is how a call of kind k whose contribution is w bytes runs:
@@ -759,18 +660,9 @@ func (w *waiter) idle() {
 // rank of its own CPU has arrived at the call, as nobody then needs this
 // CPU to get there; before, its spinning would keep them from arriving,
 // and the wait yields after the short spin of an oversubscribed node.
-// A process switch costs some 6 µs on the 2-core machine, a rank waiting
-// for another on its CPU can only let it run, and any spinning while a
-// rank of its own CPU has not arrived is time that rank needs. Measured
-// there, 4 ranks on 2 CPUs, OSU with a barrier between calls, in the same
-// rounds (docs/performance-host.md, session 13): allgather 8 B 7.6-8.9 µs
-// against 10.4-11.7 with one policy for every peer, alltoall 7.2-11.8
-// against 9.9-13.6, allreduce 9.7-11.5 against 11.5-14.2. A call whose
-// peers write into this rank's buffers (bulk) never spins long: the rank
-// it waits for is then making kernel copies of hundreds of µs, some of
-// them into ranks of this CPU that have arrived but still have copies of
-// their own to make (4 ranks on 2 CPUs, 1 MiB alltoall blocks: 453-552 µs
-// against 557-820 with the long spin, sharedCMAAuto).
+// A call whose peers write into this rank's buffers (bulk) never spins
+// long: the peer is then making long kernel copies, some of them into
+// ranks of this CPU that need the CPU to make their own.
 func (g *shared) patience(q int, n uint64) (spin int, long bool) {
 	switch {
 	case g.mates == nil:
