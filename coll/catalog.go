@@ -209,7 +209,7 @@ const (
 	// that must be scheduled first. 4 ranks on the 2-core machine, 8 B
 	// and 1 KiB, 3 rounds against session 7's binomial trees: bcast
 	// 2.2-3.8 → 0.4-1.1 µs, reduce 3.2-4.9 → 1.6-2.1
-	// (docs/performance-host.md, session 8). Open MPI 4.1's default
+	// (docs/performance.md, "History"). Open MPI 4.1's default
 	// barrier for 4-7 ranks is the linear one too (forcing it gives the
 	// same numbers).
 	linearRanks      = 7
@@ -254,7 +254,7 @@ func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
 		// moves and reduces half as much but sends back a half just written,
 		// which a shared-memory peer pulls dirty from this core: with vector
 		// reductions it lost at every size from 16 KiB to 4 MiB on the 2-core
-		// machine (docs/performance-host.md, session 5).
+		// machine (docs/performance.md, "History").
 		if ranks == 2 {
 			return must(k, "recursive_doubling")
 		}

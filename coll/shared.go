@@ -158,7 +158,7 @@ type Shared struct {
 // a core per rank the spin outlasts a peer's single copy of 64 KiB: after
 // 2048 polls (a few µs) a 2-rank 64 KiB bcast waited in the yields and
 // progress turns, 7.3-8.2 µs with 1.5-2 µs between the ranks, against
-// 5.9-6.9 and 0.1 with 32768 (docs/performance-host.md, session 11).
+// 5.9-6.9 and 0.1 with 32768 (docs/performance.md, "History").
 const (
 	sharedSpin      = 1 << 15 // some tens of µs of loads, to cover a 64 KiB single copy
 	sharedSpinOver  = 64      // oversubscribed: the peer needs this core
@@ -202,7 +202,7 @@ type shared struct {
 // and a copy out where the transport's rendezvous copies once (CMA), but
 // saves its handshakes, and every rank reads the root's or its peers' slots
 // at once where messages go one after another. Measured with OSU
-// (docs/performance-host.md, session 10): 2 ranks, a core each (the GPU
+// (docs/performance.md, "History"): 2 ranks, a core each (the GPU
 // machine and the 2-core machine): the segment won up to 16 KiB and was
 // level or behind from 32 KiB. Where a CMA read is dear (cmaSlow: the 2-core
 // machine, whose vector copies are slow across cores too) the slots'
@@ -244,8 +244,8 @@ func sharedAuto(k Kind, p int, oversubscribed, cmaSlow bool) int {
 // sharedCMAAuto reports whether contributions of kind k (a single-copy
 // kind) that do not fit the slots go single copy by default on p ranks
 // (rather than as messages), up to max bytes. Measured with OSU, single
-// copy against the slots and messages (docs/performance-host.md, session
-// 11): with a core per rank (the GPU machine; the 2-core machine's 2
+// copy against the slots and messages (docs/performance.md,
+// "History"): with a core per rank (the GPU machine; the 2-core machine's 2
 // ranks) it won for
 // every kind on 2 ranks (16 KiB-1 MiB: a 64 KiB alltoall 7.4-8.5 µs
 // against 11.2-11.6 on the GPU machine, 7.0-11.0 against 10.6-11.3 on the
@@ -763,7 +763,7 @@ func (w *waiter) idle() {
 // for another on its CPU can only let it run, and any spinning while a
 // rank of its own CPU has not arrived is time that rank needs. Measured
 // there, 4 ranks on 2 CPUs, OSU with a barrier between calls, in the same
-// rounds (docs/performance-host.md, session 13): allgather 8 B 7.6-8.9 µs
+// rounds (docs/performance.md, "History"): allgather 8 B 7.6-8.9 µs
 // against 10.4-11.7 with one policy for every peer, alltoall 7.2-11.8
 // against 9.9-13.6, allreduce 9.7-11.5 against 11.5-14.2. A call whose
 // peers write into this rank's buffers (bulk) never spins long: the rank

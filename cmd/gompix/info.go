@@ -139,7 +139,7 @@ func writeGPUPaths(w io.Writer, ucxCUDA bool) {
 }
 
 // writeGPUCollectives says how collectives on device buffers run under the
-// current configuration (docs/gpu-collectives.md).
+// current configuration (docs/design/collectives.md).
 func writeGPUCollectives(w io.Writer) {
 	st := gpucoll.CurrentSettings()
 	fmt.Fprintln(w, "GPU collectives (device buffers):")
