@@ -27,7 +27,7 @@ package coll
 // just read first takes its lines back from the peer's core. At 2 ranks and
 // 64 KiB, on the 2-core machine, sending a freshly written buffer and then
 // reducing into it cost 14 + 11 µs against 8 + 3.5 µs for the send buffer and
-// a buffer the peer never reads (docs/performance-host.md, session 5).
+// a buffer the peer never reads (docs/performance.md, "History").
 func allreduceRecursiveDoubling(b *builder) {
 	direct := isPow2(b.size) && b.size > 1 && b.src != b.rbuf &&
 		(b.rank^1 > b.rank || b.op.IsCommutative())

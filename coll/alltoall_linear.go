@@ -8,7 +8,7 @@ package coll
 // waiting for one peer in turn; when ranks outnumber cores each of those
 // waits is a peer that has to be scheduled first, so one round of all
 // messages spends far less time waiting (4 ranks on 2 cores, 8 B blocks:
-// docs/performance-host.md, session 5). Every message is in flight at once,
+// docs/performance.md, "History"). Every message is in flight at once,
 // so the links carry p-1 messages each way.
 //
 // Cost: α + (p-1) nβ with every message overlapped (n per block); the

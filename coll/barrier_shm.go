@@ -13,7 +13,7 @@ package coll
 // for a rooted call's data (a broadcast from rank 0, say) do not crowd
 // out rank 0, which has it. 4 ranks on 2 cores, OSU's broadcast (a
 // barrier between calls), 8 B: 7.7-10 µs after the symmetric barrier,
-// 0.4-0.8 after this one (docs/performance-host.md, session 10).
+// 0.4-0.8 after this one (docs/performance.md, "History").
 //
 // Cost: 2 ranks λ; p ranks (p-1)λ at rank 0 (the arrivals overlap) + λ.
 func (s *State) sharedBarrier() error {

@@ -5,7 +5,7 @@
 //
 // # Layer and imports
 //
-// coll sits above point-to-point and below package mpi (DESIGN.md §1). It
+// coll sits above point-to-point and below package mpi (docs/design/architecture.md §1). It
 // defines the interface it consumes (Comm, Request) and imports only
 // internal/dtype, internal/config, internal/shm (the release store and the
 // cross-memory reads of the shared-memory collectives) and the standard

@@ -9,7 +9,7 @@ import (
 
 // Mem performs the local steps of a schedule: the place where the memory
 // kind of the buffers matters. Host is the implementation for Go slices; a
-// device implementation (DESIGN.md §7) will run the same steps as kernels.
+// device implementation (docs/design/architecture.md §7) will run the same steps as kernels.
 type Mem interface {
 	// Alloc returns n bytes of scratch space for one collective.
 	Alloc(n int) ([]byte, error)

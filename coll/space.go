@@ -18,7 +18,7 @@ type Space struct {
 	Comm Comm
 	Mem  Mem
 	// Direct, when not nil, runs the collectives it supports without a
-	// message schedule (DESIGN.md §7: within a node, each GPU maps its
+	// message schedule (docs/design/architecture.md §7: within a node, each GPU maps its
 	// peers' buffers and reduces them in one kernel).
 	Direct Direct
 }

@@ -17,7 +17,7 @@
 // HostKernel for package cudadrv/fake, which runs them in place of the GPU);
 // the same test table checks the fake and the real GPU against them.
 //
-// Layer: imports the standard library and internal/dtype only (DESIGN.md §1);
+// Layer: imports the standard library and internal/dtype only (docs/design/architecture.md §1);
 // it does not import cudadrv: Load takes a small interface that a
 // cudadrv.Device satisfies, and launch parameters are plain bytes.
 //

@@ -24,7 +24,7 @@ type Counters struct {
 	// DirectFused, DirectStaged and DirectMapped count the device
 	// collectives the IPC-direct engine ran, by mode (one fused kernel;
 	// through pre-mapped staging slots; on the user's buffers mapped through
-	// IPC handles). See docs/gpu-collectives.md.
+	// IPC handles). See docs/design/collectives.md.
 	DirectFused, DirectStaged, DirectMapped int64
 	// SingleCopyBytes is the host bytes shared-memory collectives read
 	// straight from other ranks' buffers (cross-memory attach) rather than

@@ -10,7 +10,7 @@ import (
 	"github.com/gompix/gompix/pt2pt"
 )
 
-// Collectives on device buffers (DESIGN.md §7). A communicator's coll.State
+// Collectives on device buffers (docs/design/architecture.md §7). A communicator's coll.State
 // gets a device space on its first device collective: the device's
 // coll/gpu.Mem (reductions in kernels, device scratch), a Comm that posts
 // device-memory messages (the GPU point-to-point paths: IPC or staged), and,

@@ -427,7 +427,7 @@ func init() {
 // scenarioGPUCollLatency times small device allreduces and splits each call
 // into its start (host enqueue) and its wait, and times the bare floor of
 // one kernel launch plus an event wait on this rank's GPU alone. It checks
-// the result of every call; the times are printed for docs/gpu-collectives.md
+// the result of every call; the times are printed for docs/performance.md
 // (TestDeviceCollectiveLatencyGPU), never asserted.
 func scenarioGPUCollLatency(w *Comm) error { return gpuCollLatency(w, 5000) }
 

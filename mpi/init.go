@@ -28,7 +28,7 @@ var (
 	cfgBind = config.NewString("GOMPIX_BIND", "auto",
 		"auto: under gompirun, with no more ranks on the node than cores, Init binds the thread that called it (locked to its goroutine) to one core per local rank, as mpirun binds ranks; with more ranks than CPUs, it binds each rank's whole process to one CPU, the CPUs in turn; none: no binding")
 	cfgFastCalls = config.NewInt("GOMPIX_UCX_FASTCALL", 1,
-		"1: the per-message calls into UCX go through ucxbind's trampoline on a C stack (amd64); 0: through cgo, as every other call (docs/ucx-in-go.md, \"Fast calls\")")
+		"1: the per-message calls into UCX go through ucxbind's trampoline on a C stack (amd64); 0: through cgo, as every other call (docs/design/go-runtime.md, \"Fast calls\")")
 )
 
 // state is the process-wide MPI state between Init and Finalize.

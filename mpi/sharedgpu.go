@@ -12,7 +12,7 @@ import (
 // context at a time, switching in time slices, so every kernel or copy of
 // a device collective waits for its process's turn: on one H200, 2 ranks'
 // 8-byte device allreduce took 0.45-0.52 ms, and 0.03 ms with an MPS
-// daemon running (docs/gpu-collectives.md, "Ranks sharing a GPU"). The
+// daemon running (docs/design/collectives.md, "Ranks sharing a GPU"). The
 // IPC-direct engine's set-up finds such ranks (coll/gpu's OnSharedGPU);
 // rank 0 of the communicator then says so once per process, unless an MPS
 // daemon is running.
@@ -25,7 +25,7 @@ var sharedGPUWarned sync.Once
 // sharedGPUWarning is the text of the warning.
 const sharedGPUWarning = "gompix: warning: ranks of this job share a GPU and no MPS daemon is running: " +
 	"their device work takes turns on the GPU (2 ranks on one H200: an 8-byte device allreduce 0.45 ms, " +
-	"0.03 ms with MPS); start one with nvidia-cuda-mps-control -d (docs/user-guide.md)"
+	"0.03 ms with MPS); start one with nvidia-cuda-mps-control -d (docs/guide/device-buffers.md)"
 
 // warnSharedGPU writes the warning once per process, if no MPS daemon runs.
 func warnSharedGPU() {

@@ -11,7 +11,7 @@ import (
 	"github.com/gompix/gompix/stream"
 )
 
-// MPIX-style streams (DESIGN.md §8, docs/streams.md). A Stream wraps a
+// MPIX-style streams (docs/design/architecture.md §8, docs/guide/streams.md). A Stream wraps a
 // CUDA stream; a StreamComm binds a communicator to one; its Enqueue
 // operations are ordered on the stream with the kernels and copies around
 // them, and the calling goroutine returns at once. Package stream does the

@@ -116,7 +116,7 @@
 //   - Timing uses Go's monotonic clock (wtime: time.Since a fixed
 //     origin) instead of MPI_Wtime.
 //
-// Layer: imports mpi only (DESIGN.md §1); cmd/gompix wraps it in cobra.
+// Layer: imports mpi only (docs/design/architecture.md §1); cmd/gompix wraps it in cobra.
 // Concurrency: a run owns its communicator; Run must be called by every
 // rank with the same options.
 package osu

@@ -8,7 +8,7 @@ import (
 	"github.com/gompix/gompix/mpi"
 )
 
-// Stream-enqueue variants (DESIGN.md §9, docs/streams.md): not OSU
+// Stream-enqueue variants (docs/design/architecture.md §9, docs/guide/benchmarks.md): not OSU
 // benchmarks, but in OSU's form and with its options, so that they read
 // beside osu_latency.
 //

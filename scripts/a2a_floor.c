@@ -24,7 +24,7 @@
 //
 //   gcc -O2 -o /tmp/a2a_floor scripts/a2a_floor.c
 //
-// docs/performance-host.md, session 15: on the 2-vCPU development machine, 4
+// docs/performance.md, "History" (2026-12-01): on the 2-vCPU development machine, 4
 // ranks, 1 MiB blocks, push 538 µs and pull 597-671 µs, against Open MPI
 // (pull) 600-643 in the same rounds.
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /* c2c_probe.c: the machine's core-to-core state. Two threads, pinned to
  * CPUs 0 and 1, hand one cache line back and forth; prints the mean round
  * trip in ns. The development VM shows two levels (about 120 ns and
- * 450-550 ns, shared/anchors/cpu-baselines.md), which move every
+ * 450-550 ns; docs/performance.md, "Method"), which move every
  * shared-memory number with them: scripts/host-compare.sh prints it before
  * each round when built.
  *

@@ -1,5 +1,5 @@
 #!/bin/sh
-# device-check.sh: the same GPU checks in every session (DEVICE.md).
+# device-check.sh: the same GPU checks in every session (docs/gpu-machine.md).
 #
 #   scripts/device-check.sh build      here (no GPU): go test -c each package
 #                                      in PKGS into .device/<name>.test
@@ -30,7 +30,7 @@ dev=$root/.device
 out=${OUT:-$root/.device/out}
 status=0
 
-# Never let anything started from here use NVLink multicast (DEVICE.md).
+# Never let anything started from here use NVLink multicast (docs/gpu-machine.md).
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 name() { echo "$1" | tr / _; }

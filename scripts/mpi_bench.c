@@ -1,6 +1,6 @@
 // mpi_bench.c: a C MPI program that times what `gompix osu` times, so that
 // another MPI (Open MPI, MPICH) can be measured beside gompix in the same
-// session on the same machine (docs/performance-host.md). It follows OSU
+// session on the same machine (docs/performance.md). It follows OSU
 // 7.4's loops and defaults, written here from their description, not
 // copied:
 //   latency   ping-pong between ranks 0 and 1; one-way time = round trip / 2
@@ -14,7 +14,7 @@
 // row after its loop): on a machine with as many cores as ranks, the
 // launcher waking to relay output takes a core from a spinning rank, and
 // both programs should pay that alike.
-// Build and run (Open MPI over UCX, as in shared/anchors):
+// Build and run (Open MPI over UCX, as scripts/host-compare.sh runs it):
 //   mpicc -O2 -o /tmp/mpi_bench scripts/mpi_bench.c
 //   mpirun.openmpi --allow-run-as-root -n 2 --mca pml ucx --mca pml_ucx_tls any \
 //       --mca pml_ucx_devices any /tmp/mpi_bench allreduce 8 1024 65536 1048576

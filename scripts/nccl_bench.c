@@ -1,5 +1,5 @@
 // nccl_bench.c: NCCL's side of gompix's GPU collective comparison
-// (docs/gpu-collectives.md). One process per GPU, started by gompirun
+// (docs/performance.md). One process per GPU, started by gompirun
 // (GOMPIX_RANK / GOMPIX_SIZE); rank 0 publishes the NCCL unique id in a
 // file. For each size from MIN to MAX bytes (doubling), float32 data: warm
 // up, then time ITERS back-to-back operations on one stream with CUDA

@@ -1,7 +1,7 @@
 // ucx_pingpong.c: the 8-byte ping-pong of `gompix osu latency`, written in C
 // over ucxbind's C half (gx.c: the entry points gompix calls, called here
 // straight from C: a send, then a receive posted and polled inside one
-// call). It measures what the Go side of gompix adds (docs/ucx-in-go.md).
+// call). It measures what the Go side of gompix adds (docs/design/go-runtime.md).
 // Two processes exchange worker addresses through files in DIR.
 //
 //   gcc -O2 -I ucxbind -o /tmp/ucx_pingpong scripts/ucx_pingpong.c ucxbind/gx.c -lucp -lucs

@@ -11,7 +11,7 @@ import (
 // "go", the stream sees that and moves on) plus the enqueue. The stream
 // serialises them, so ns/op is the per-operation floor of every enqueued
 // communication. On the GPU machine the memops and kernels figures compare
-// with DEVICE.md's 3.7 µs and 4.4 µs host-driven round trips.
+// with the host-driven round trips of docs/gpu-machine.md, "Measured floors".
 func BenchmarkFlagRoundTrip(b *testing.B) {
 	for _, r := range rigs(b) {
 		b.Run(r.name, func(b *testing.B) {

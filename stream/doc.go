@@ -1,4 +1,4 @@
-// Package stream orders communication on CUDA streams (DESIGN.md §8): it
+// Package stream orders communication on CUDA streams (docs/design/architecture.md §8): it
 // binds a CUDA stream to two flags in host-mapped pinned memory and serves
 // them from one progress goroutine, so that an operation enqueued on a
 // stream starts after the stream's earlier work and the stream's later work

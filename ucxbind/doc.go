@@ -22,6 +22,6 @@
 // yet complete are never returned to UCP: Release on an in-flight request
 // parks it until its callback has run (see Worker.reap).
 //
-// UCX inside a Go process: see docs/ucx-in-go.md for the defaults applied by
+// UCX inside a Go process: see docs/design/go-runtime.md for the defaults applied by
 // pt2pt (error signal handling, memory hooks).
 package ucxbind

@@ -21,7 +21,7 @@ import (
 // transitions are most of the cost: an 8-byte ping-pong written in C over
 // the same gx.c calls runs at 0.27–0.33 µs per message on the development
 // machine and the same loop driven from Go over cgo at 0.45–0.50
-// (docs/ucx-in-go.md). The trampoline only switches to a C stack, calls,
+// (docs/design/go-runtime.md). The trampoline only switches to a C stack, calls,
 // and switches back.
 //
 // The stack: each Worker maps its own C stack (fcStackSize, below a guard

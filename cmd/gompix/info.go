@@ -24,11 +24,20 @@ var infoCmd = &cobra.Command{
 	Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
 	Args:  cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
+		if infoMarkdown {
+			return writeConfigPage(cmd.OutOrStdout())
+		}
 		return writeInfo(cmd.OutOrStdout())
 	},
 }
 
-func init() { rootCmd.AddCommand(infoCmd) }
+// infoMarkdown: print only the configuration, as docs/guide/configuration.md.
+var infoMarkdown bool
+
+func init() {
+	infoCmd.Flags().BoolVar(&infoMarkdown, "markdown", false, "print the GOMPIX_* variables as the Markdown page docs/guide/configuration.md")
+	rootCmd.AddCommand(infoCmd)
+}
 
 // writeInfo prints what gompix sees on this machine. Every probe that fails
 // says why on its own line; a machine without a GPU is a normal answer.
@@ -130,7 +139,7 @@ func writeGPUPaths(w io.Writer, ucxCUDA bool) {
 }
 
 // writeGPUCollectives says how collectives on device buffers run under the
-// current configuration (docs/gpu-collectives.md).
+// current configuration (docs/design/collectives.md).
 func writeGPUCollectives(w io.Writer) {
 	st := gpucoll.CurrentSettings()
 	fmt.Fprintln(w, "GPU collectives (device buffers):")

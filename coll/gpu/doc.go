@@ -1,4 +1,4 @@
-// Package gpu runs gompix's collectives on device memory (DESIGN.md §7):
+// Package gpu runs gompix's collectives on device memory (docs/design/architecture.md §7):
 // the coll.Mem whose copies, reductions and Avg scaling are device kernels,
 // and the coll.Direct engine that, within a node, maps every peer's buffer
 // through CUDA IPC and reads the peers' chunks over NVLink in one kernel.

@@ -5,7 +5,7 @@
 // then returns an error that matches ErrNoDriver, and package fake offers the
 // same interface over host memory so GPU code paths run in ordinary go test.
 //
-// Layer: a leaf (DESIGN.md §1). It imports the standard library only and, with
+// Layer: a leaf (docs/design/architecture.md §1). It imports the standard library only and, with
 // ucxbind, is one of the two packages that say import "C". No C type appears
 // in an exported name: handles are integers (DevicePtr, Stream, Event, Module,
 // Function) whose meaning belongs to the Driver that made them.

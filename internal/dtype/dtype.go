@@ -12,7 +12,7 @@ package dtype
 
 import "fmt"
 
-// Type is an element type of the closed set DESIGN.md §2 lists. The zero value
+// Type is an element type of the closed set docs/design/architecture.md §2 lists. The zero value
 // is Byte (an untyped octet, what MPI_BYTE/MPI_CHAR move).
 type Type uint8
 

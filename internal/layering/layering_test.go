@@ -1,11 +1,15 @@
-// Package layering holds the test that enforces DESIGN.md §1: which gompix
-// packages may import which, and which may use cgo.
+// Package layering holds the tests of the repository's structure: which gompix
+// packages may import which, and which may use cgo
+// (docs/design/architecture.md §1), and that the paths the tree cites exist.
 package layering
 
 import (
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -18,7 +22,7 @@ const module = "github.com/gompix/gompix"
 // internal/lock and internal/cpubind are leaves package mpi uses,
 // internal/shm one that mpi, coll and pt2pt/ucx (its CMA probe) use;
 // internal/cpuid is the leaf below internal/dtype's and internal/shm's
-// hand-written loops (DESIGN.md §1: mpi ─> internal/...).
+// hand-written loops (docs/design/architecture.md §1 draws this map).
 var allowed = map[string][]string{
 	"cmd/gompirun":     {"launcher", "internal/"},
 	"cmd/gompix":       {"osu", "mpi", "launcher", "internal/", "coll", "pt2pt", "ucxbind", "kernels"},
@@ -89,7 +93,7 @@ func TestImportGraph(t *testing.T) {
 		}
 		allow, ok := rules(rel)
 		if !ok {
-			t.Errorf("package %s has no layering rule: add it to DESIGN.md §1 and this test", rel)
+			t.Errorf("package %s has no layering rule: add it to this test and to docs/design/architecture.md §1", rel)
 			continue
 		}
 		for _, imp := range p.Imports {
@@ -104,7 +108,7 @@ func TestImportGraph(t *testing.T) {
 				}
 			}
 			if !okDep {
-				t.Errorf("%s imports %s, which DESIGN.md §1 does not allow", rel, dep)
+				t.Errorf("%s imports %s, which the layering rules do not allow", rel, dep)
 			}
 		}
 		if len(p.CgoFiles) > 0 {
@@ -116,5 +120,59 @@ func TestImportGraph(t *testing.T) {
 	}
 	if n < 5 {
 		t.Fatalf("go list found only %d packages", n)
+	}
+}
+
+// TestPicture: the graph drawn in docs/design/architecture.md §1 is this
+// test's allowed map, line for line, so the page a newcomer reads is the
+// rule the build enforces. Each line there reads "pkg ─> dep, dep";
+// "internal/*" is the "internal/" prefix and "(nothing)" an empty list.
+func TestPicture(t *testing.T) {
+	page, err := os.ReadFile("../../docs/design/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(page), "\n## 1. ")
+	if !ok {
+		t.Fatal("docs/design/architecture.md has no section 1")
+	}
+	_, block, ok := strings.Cut(section, "```text\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/design/architecture.md §1 has no ```text block")
+	}
+	drawn := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		pkg, deps, ok := strings.Cut(line, "─>")
+		if !ok {
+			t.Errorf("picture line %q has no arrow", line)
+			continue
+		}
+		list := []string{}
+		if d := strings.TrimSpace(deps); d != "(nothing)" {
+			for _, dep := range strings.Split(d, ",") {
+				list = append(list, strings.Replace(strings.TrimSpace(dep), "internal/*", "internal/", 1))
+			}
+		}
+		sort.Strings(list)
+		drawn[strings.TrimSpace(pkg)] = list
+	}
+	want := map[string][]string{}
+	for k, v := range allowed {
+		l := append([]string{}, v...)
+		sort.Strings(l)
+		want[k] = l
+	}
+	if !reflect.DeepEqual(drawn, want) {
+		for k := range want {
+			if !reflect.DeepEqual(drawn[k], want[k]) {
+				t.Errorf("%s: the picture draws %v, the rules allow %v", k, drawn[k], want[k])
+			}
+		}
+		for k := range drawn {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: drawn in the picture, not in the rules", k)
+			}
+		}
 	}
 }

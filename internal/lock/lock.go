@@ -9,7 +9,7 @@
 // cross-core transfer. A package mpi collective locks its communicator
 // around each call and releases just after the call's last receive: with
 // that release a plain store, 2-rank broadcasts back to back took up to
-// 40 ns less per call (docs/performance-host.md, session 9).
+// 40 ns less per call (docs/performance.md, "History").
 //
 // Lock acquires with a compare-and-swap; a contended Lock polls, yielding to
 // other goroutines, then sleeping briefly between attempts (there is no

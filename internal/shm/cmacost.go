@@ -14,7 +14,7 @@ import (
 // machine: on the 2-vCPU development VM one of 64 KiB took 4.6-6.1 µs
 // against 0.8 µs for a memory copy (a call of any size some 3 µs), on
 // the GPU machine's bare metal 3.1-3.9 µs against 1.6
-// (docs/performance-host.md, sessions 10 and 12). Where it is dear, UCX's
+// (docs/performance.md, "History"). Where it is dear, UCX's
 // eager protocol (two plain copies through shared memory, one on each
 // side) beats its rendezvous (one CMA read: pt2pt/ucx), and a 2-rank
 // reduce does better sharing its reads between the two ranks than

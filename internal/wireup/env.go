@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// The environment contract between gompirun and each rank (DESIGN.md §3). The
+// The environment contract between gompirun and each rank (docs/design/architecture.md §3). The
 // launcher sets all of them; FromEnviron reads them back.
 const (
 	EnvRank       = "GOMPIX_RANK"        // rank in the job, 0..size-1
@@ -50,7 +50,7 @@ type JobEnv struct {
 func ShmPrefix(jobID string) string { return "gompix-" + jobID + "-" }
 
 // Singleton is the JobEnv of a process started without a launcher: a world of
-// one rank with no wire-up server (DESIGN.md §2: singleton mode).
+// one rank with no wire-up server (docs/design/architecture.md §2: singleton mode).
 func Singleton() JobEnv {
 	return JobEnv{Rank: 0, Size: 1, LocalRank: 0, LocalSize: 1, Node: 0, GPU: NoGPU}
 }

@@ -1,6 +1,6 @@
 // Package gpu moves device (CUDA) buffers through any pt2pt.Transport: a
 // Transport decorator that passes host traffic straight to the transport it
-// wraps and carries device buffers itself, by one of DESIGN.md §6's paths,
+// wraps and carries device buffers itself, by one of docs/design/architecture.md §6's paths,
 // chosen per message by Select:
 //
 //   - ucx: the wrapped transport moves device memory itself

@@ -440,8 +440,7 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 // works between the two: the driver maps whole blocks of small
 // allocations, and a buffer the peer reallocated at the address of one
 // still mapped here is refused with CUDA_ERROR_ALREADY_MAPPED while that
-// mapping's unmap is deferred (docs/gpu-p2p.md, "A handle the receiver
-// cannot map").
+// mapping's unmap is deferred (docs/design/pt2pt.md, "IPC rendezvous").
 func (t *Transport) stagedFallbackLocked(o *op, d *descriptor, why error) {
 	chunk := t.cfg.StagingChunk
 	if err := t.startRecvPipeLocked(o, d, pt2pt.InternalTag(d.src, d.ack|dataBit), chunk); err != nil {

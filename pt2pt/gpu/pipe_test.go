@@ -407,7 +407,7 @@ var _ cudadrv.Driver = (*fake.Driver)(nil)
 // off the transport must not let it overtake the same sender's earlier
 // messages of other tags: receives wider than the probe (AnyTag, also
 // AnySource) get the messages in the order they were sent, and Iprobe
-// reports the earliest. (docs/gpu-p2p.md's "known ordering gap".)
+// reports the earliest. (docs/design/pt2pt.md, "Probe and order".)
 func TestProbeKeepsOrder(t *testing.T) {
 	for _, c := range []struct {
 		name string

@@ -12,7 +12,7 @@ import (
 // Path is how one message moves.
 type Path uint8
 
-// Paths (DESIGN.md §6). PathHost is a host buffer: the wrapped transport
+// Paths (docs/design/architecture.md §6). PathHost is a host buffer: the wrapped transport
 // carries it unchanged.
 const (
 	PathHost Path = iota

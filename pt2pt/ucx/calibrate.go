@@ -13,7 +13,7 @@ import "github.com/gompix/gompix/internal/shm"
 // eager messages were 2-3× faster from 16 to 128 KiB (a 2-rank 64 KiB
 // broadcast 2.5-3.1 µs against 7.4-7.8; Open MPI's blocking sends go eager
 // to 256 KiB there), on the GPU machine's bare metal 1.5-3× slower
-// (docs/performance-host.md, session 10). So New asks internal/shm
+// (docs/performance.md, "History"). So New asks internal/shm
 // whether a CMA read is dear here (shm.CMASlow, timed once, before UCX
 // reads its configuration) and raises the threshold where it is.
 

@@ -85,7 +85,7 @@ type Config struct {
 
 // envDefaults are the settings applied to UCX's environment before it
 // reads its configuration, unless the user has set the variable
-// (docs/ucx-in-go.md).
+// (docs/design/go-runtime.md).
 func envDefaults(oversubscribed, eager bool) [][2]string {
 	d := [][2]string{
 		// The Go runtime maps and unmaps memory with raw system calls that
@@ -112,7 +112,7 @@ func envDefaults(oversubscribed, eager bool) [][2]string {
 		// 25-33 against 48-50 µs and 64 KiB 62-85 against 85-100, allreduce
 		// 64 KiB 40-64 against 81-108, reduce 64 KiB 14-20 against 19-34;
 		// alltoall 64 KiB lost (66-87 against 56-72), reduce 256 KiB too
-		// (62-71 against 47-63). docs/performance-host.md, session 5.
+		// (62-71 against 47-63). docs/performance.md, "History".
 		d = append(d, [2]string{"UCX_RNDV_THRESH", "131072"})
 	} else if eager {
 		// Calibrated (calibrate.go): eager copies beat the rendezvous' CMA
@@ -171,7 +171,7 @@ type Transport struct {
 // needs the core to send is most often the one sharing it. 2 ranks on one
 // core, 8-byte ping-pong: 2.6-3.0 µs per message with 128 rounds and no
 // retry, 0.9-1.2 with 16 rounds and retries (Open MPI: 1.5-1.8); barrier
-// 2.2-2.5 → 1.5-1.8 µs (docs/performance-host.md, session 8).
+// 2.2-2.5 → 1.5-1.8 µs (docs/performance.md, "History").
 const (
 	tryRecvRounds               = 1024
 	tryRecvRoundsOversubscribed = 16

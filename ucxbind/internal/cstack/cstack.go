@@ -4,7 +4,7 @@
 //
 // Layer: part of ucxbind, split out only because a package that imports
 // "C" may not hold Go assembly; it imports nothing and links no library,
-// so ucxbind stays a leaf with one C library (DESIGN.md §1).
+// so ucxbind stays a leaf with one C library (docs/design/architecture.md §1).
 //
 // Why: a cgo call brackets the C function with the scheduler's system-call
 // transitions (so that the goroutine's P can run other goroutines while C
