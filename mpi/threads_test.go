@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 func init() {
 	scenarios["thr-comm-create"] = threadsCommCreate
+	scenarios["thr-self-wake"] = threadsSelfWake
 	scenarios["nbc-progress-blocked"] = nbcProgressBlocked
 	scenarios["nbc-free-pending"] = nbcFreePending
 }
@@ -125,6 +127,66 @@ func agreeOK(p *Comm, problem string) error {
 		return errors.New("another rank found a problem")
 	}
 	return nil
+}
+
+// TestSelfMessagesWake: goroutines of one rank that send to each other
+// through the rank wake each other at once, not when the transport's sleep
+// times out: with that timeout an hour, the round trips complete only if
+// the send wakes the sleeping receiver.
+func TestSelfMessagesWake(t *testing.T) {
+	runInProc(t, 1, threadsSelfWake)
+	runInProc(t, 2, threadsSelfWake)
+	if testing.Short() {
+		return
+	}
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprint("ucx/np", n), func(t *testing.T) {
+			runJobEnv(t, []string{"GOMPIX_SLEEP_TIMEOUT=1h", "GOMPIX_SPIN=0"}, "thr-self-wake", n)
+		})
+	}
+}
+
+// threadsSelfWake: on every rank two goroutines make 200 round trips
+// through the rank itself, with a gap on the way so that the receiver is
+// asleep when the message comes; then the ranks meet in a barrier.
+func threadsSelfWake(w *Comm) error {
+	const k = 200
+	me := w.Rank()
+	errc := make(chan error, 1)
+	go func() {
+		in := []int32{0}
+		for i := 0; i < k; i++ {
+			if _, err := w.Recv(Slice(in), me, 1); err != nil {
+				errc <- err
+				return
+			}
+			if err := w.Send(Slice(in), me, 2); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	out, back := []int32{0}, []int32{0}
+	for i := 0; i < k; i++ {
+		out[0] = int32(i)
+		if i%20 == 0 {
+			time.Sleep(time.Millisecond) // let the peer goroutine fall asleep
+		}
+		if err := w.Send(Slice(out), me, 1); err != nil {
+			return err
+		}
+		if _, err := w.Recv(Slice(back), me, 2); err != nil {
+			return err
+		}
+		if back[0] != int32(i) {
+			return fmt.Errorf("round trip %d came back as %d", i, back[0])
+		}
+	}
+	if err := <-errc; err != nil {
+		return err
+	}
+	return w.Barrier()
 }
 
 // TestNonblockingCollectiveProgress: a nonblocking collective progresses

@@ -38,6 +38,7 @@ type Engine struct {
 	// The transport's optional capabilities, asserted once here rather
 	// than on every operation; nil when t lacks them.
 	fp  FocusedProgresser
+	fi  FocusedIdler
 	br  BlockingReceiver
 	imm ImmediateSender
 	ir  ImmediateReceiver
@@ -154,6 +155,7 @@ func NewEngine(t Transport, o Options) *Engine {
 		e.deviceOK = d.DeviceMemory()
 	}
 	e.fp, _ = t.(FocusedProgresser)
+	e.fi, _ = t.(FocusedIdler)
 	e.br, _ = t.(BlockingReceiver)
 	e.imm, _ = t.(ImmediateSender)
 	e.ir, _ = t.(ImmediateReceiver)
@@ -240,7 +242,7 @@ func (e *Engine) wait(op Op) {
 		if progressed || op.Done() {
 			continue
 		}
-		e.Idle(i)
+		e.idle(i, op)
 	}
 }
 
@@ -262,7 +264,11 @@ func (e *Engine) Progress() bool {
 // First it advances the background work, if there is any; when that did
 // something, the step ends there, and the caller looks at its own
 // operation again.
-func (e *Engine) Idle(round int) {
+func (e *Engine) Idle(round int) { e.idle(round, nil) }
+
+// idle is Idle for a wait on op (nil: on something else), whose sleep the
+// transport skips when op completes meanwhile (FocusedIdler).
+func (e *Engine) idle(round int, op Op) {
 	if e.pollBackground() {
 		return
 	}
@@ -273,6 +279,8 @@ func (e *Engine) Idle(round int) {
 		}
 	case round < e.spin+e.yield:
 		YieldProcessor()
+	case op != nil && e.fi != nil:
+		e.fi.IdleFor(op)
 	default:
 		e.t.Idle()
 	}

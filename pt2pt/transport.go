@@ -88,6 +88,16 @@ type FocusedProgresser interface {
 	ProgressFor(op Op) bool
 }
 
+// FocusedIdler is implemented by transports whose sleep can be made
+// conditional on one operation: IdleFor sleeps as Idle does, unless op is
+// done by the time the transport is ready to be woken. A blocking wait
+// uses it, so that op's completion by another goroutine of this process
+// (its progress, or its send to this rank) between the wait's last look at
+// op and the sleep does not leave the wait asleep until the timeout.
+type FocusedIdler interface {
+	IdleFor(op Op)
+}
+
 // DeviceMemoryTransport is implemented by transports that can move device
 // (CUDA) memory themselves, e.g. UCX built with CUDA transports. The engine
 // refuses device buffers on any other transport rather than let it touch

@@ -8,8 +8,10 @@
 //
 // Concurrency: the worker is SERIALIZED; one mutex (mu) guards every UCX
 // call except the poll(2) on the event fd, which Idle makes unlocked so that
-// a sleeping goroutine does not stop others from progressing. A goroutine
-// whose progress completes something signals the worker to wake sleepers.
+// a sleeping goroutine does not stop others from progressing. One sleeper
+// at a time sleeps on the fd, the others on a channel (sleepGate); a
+// goroutine whose progress completes something, or that sends to this
+// process, wakes them all.
 package ucx
 
 import (
@@ -139,6 +141,7 @@ var (
 	_ pt2pt.ImmediateSender   = (*Transport)(nil)
 	_ pt2pt.SchedulerNeutral  = (*Transport)(nil)
 	_ pt2pt.ImmediateReceiver = (*Transport)(nil)
+	_ pt2pt.FocusedIdler      = (*Transport)(nil)
 )
 
 // Transport is the UCX transport of one process.
@@ -151,7 +154,8 @@ type Transport struct {
 	eps    []*ucxbind.Endpoint
 	closed bool
 
-	sleepers atomic.Int32
+	sleepers atomic.Int32 // goroutines in IdleFor
+	gate     sleepGate
 	sleepMs  int
 	// tryRecvRounds bounds TryRecv's poll, tryRecvYields how many times
 	// it is repeated after giving the processor away (see there).
@@ -352,6 +356,7 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 	if err != nil {
 		return nil, err
 	}
+	t.wakeSelf(dest)
 	if req.Done() {
 		if st, _, _ := req.Result(); st == ucxbind.StatusOK {
 			// Completed inline (eager): nothing to track, no allocation.
@@ -384,6 +389,7 @@ func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, 
 	if err != nil {
 		return nil, false, err
 	}
+	t.wakeSelf(dest)
 	if req.Done() {
 		return nil, true, nil // completed in the call: nothing held
 	}
@@ -414,6 +420,7 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	}
 	req, err := t.w.RecvWait(m.Ptr, m.Len, tag, mask, hint(m), 64)
 	t.mu.Unlock()
+	t.wakeSleepers()
 	if err != nil {
 		return nil, err
 	}
@@ -453,11 +460,13 @@ func (t *Transport) tryRecvOnce(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, 
 	req, ok, err := t.w.RecvNow(m.Ptr, m.Len, tag, mask, hint(m), t.tryRecvRounds)
 	if !ok {
 		t.mu.Unlock()
+		t.wakeSleepers()
 		return pt2pt.Received{}, false, err
 	}
 	st, rtag, n := req.Result()
 	t.w.Release(&req) // a no-op unless UCP request memory is held
 	t.mu.Unlock()
+	t.wakeSleepers()
 	switch st {
 	case ucxbind.StatusOK:
 		return pt2pt.Received{Tag: rtag, Len: int(n)}, true, nil
@@ -488,8 +497,8 @@ func (t *Transport) Progress() bool {
 	}
 	n := t.w.Progress(1)
 	t.mu.Unlock()
-	if n > 0 && t.sleepers.Load() > 0 {
-		t.w.Signal()
+	if n > 0 {
+		t.wakeSleepers()
 	}
 	return n > 0
 }
@@ -510,28 +519,103 @@ func (t *Transport) ProgressFor(p pt2pt.Op) bool {
 	}
 	n := t.w.ProgressUntil(&o.req, 64)
 	t.mu.Unlock()
-	if n > 0 && t.sleepers.Load() > 0 {
-		t.w.Signal()
+	if n > 0 {
+		t.wakeSleepers()
 	}
 	return n > 0
 }
 
-// Idle arms the worker and sleeps on its event fd until something arrives
-// or the sleep timeout passes.
-func (t *Transport) Idle() {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return
+// wakeSelf wakes the sleepers after a send to this process itself: it
+// raises no event on the worker's fd, and the receive it completes may be
+// another goroutine's, asleep.
+func (t *Transport) wakeSelf(dest int) {
+	if dest == t.cfg.Rank {
+		t.wakeSleepers()
 	}
-	armed, err := t.w.Arm()
-	t.mu.Unlock()
-	if err != nil || !armed {
-		return
+}
+
+// wakeSleepers wakes every goroutine asleep in IdleFor, after a call that
+// may have completed their operations (a progress round, a poll in C, a
+// send to this process). With nobody asleep it is one atomic load.
+func (t *Transport) wakeSleepers() {
+	if t.sleepers.Load() > 0 {
+		t.gate.wake(t.w)
 	}
+}
+
+// sleepGate lets goroutines of one process sleep while one of them, the
+// poller, sleeps on the worker's event fd. Only the poller arms the worker:
+// arming drains the fd's signal, so a second armer could swallow the
+// wake-up meant for the first, which then sleeps on.
+type sleepGate struct {
+	mu      sync.Mutex
+	polling bool          // a goroutine is asleep on the event fd
+	woken   chan struct{} // closed by the next wake
+}
+
+// wake releases every sleeper: the waiters on woken, and the poller
+// through the worker's signal.
+func (g *sleepGate) wake(w *ucxbind.Worker) {
+	g.mu.Lock()
+	if g.woken != nil {
+		close(g.woken)
+		g.woken = nil
+	}
+	polling := g.polling
+	g.mu.Unlock()
+	if polling {
+		w.Signal()
+	}
+}
+
+// Idle sleeps until something may have completed or the sleep timeout
+// passes (IdleFor without an operation).
+func (t *Transport) Idle() { t.IdleFor(nil) }
+
+// IdleFor sleeps until op (if not nil) may be done, something arrives, or
+// the sleep timeout passes (pt2pt.FocusedIdler). The first sleeper arms the
+// worker and sleeps on its event fd; the others wait for a wake. Each
+// looks at op after it can be woken, so a completion is never lost to the
+// timeout.
+func (t *Transport) IdleFor(op pt2pt.Op) {
 	t.sleepers.Add(1)
-	t.w.WaitFD(t.sleepMs)
-	t.sleepers.Add(-1)
+	defer t.sleepers.Add(-1)
+	g := &t.gate
+	g.mu.Lock()
+	if g.woken == nil {
+		g.woken = make(chan struct{})
+	}
+	woken := g.woken
+	poller := !g.polling
+	g.polling = g.polling || poller
+	g.mu.Unlock()
+	if !poller {
+		if op == nil || !op.Done() {
+			timer := time.NewTimer(time.Duration(t.sleepMs) * time.Millisecond)
+			select {
+			case <-woken:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		return
+	}
+	t.mu.Lock()
+	armed := false
+	var err error
+	if !t.closed {
+		armed, err = t.w.Arm()
+	}
+	t.mu.Unlock()
+	if err == nil && armed && (op == nil || !op.Done()) {
+		t.w.WaitFD(t.sleepMs)
+	}
+	// Whatever woke the poller (an event, a signal, the timeout), the
+	// waiters look again too.
+	g.mu.Lock()
+	g.polling = false
+	g.mu.Unlock()
+	g.wake(t.w)
 }
 
 // Close flushes outstanding operations, waits until every rank has done the
