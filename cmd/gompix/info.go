@@ -13,27 +13,28 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/gompix/gompix/coll" // registers GOMPIX_<COLL>_ALGORITHM
+	"github.com/gompix/gompix/internal/buildinfo"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/gputopo"
 	"github.com/gompix/gompix/ucxbind"
 )
 
-var infoCmd = &cobra.Command{
-	Use:   "info",
-	Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
-	Args:  cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		return writeInfo(cmd.OutOrStdout())
-	},
+func newInfoCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "info",
+		Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return writeInfo(cmd.OutOrStdout())
+		},
+	}
 }
-
-func init() { rootCmd.AddCommand(infoCmd) }
 
 // writeInfo prints what gompix sees on this machine. Every probe that fails
 // says why on its own line; a machine without a GPU is a normal answer.
 func writeInfo(w io.Writer) error {
-	fmt.Fprintln(w, "gompix (development build)")
+	fmt.Fprintln(w, "gompix", buildinfo.Version())
 	ucxCUDA := false
 	maj, min, rel := ucxbind.Version()
 	fmt.Fprintf(w, "UCX: %d.%d.%d\n", maj, min, rel)
