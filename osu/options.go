@@ -3,11 +3,8 @@ package osu
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-
-	"github.com/spf13/pflag"
 )
 
 // OSU 7.4 defaults (c/util/osu_util.h).
@@ -263,33 +260,82 @@ func (o *Options) setTailPercentiles(b *Benchmark, opt, arg string, hasArg bool)
 // before, between or after the options; after "--" every word is one.
 func Parse(b *Benchmark, args []string) (Options, error) {
 	o := defaults(b)
-	fs := pflag.NewFlagSet(b.Binary(), pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	for _, s := range allOpts {
-		if s.short != 0 && strings.IndexByte(b.optstring(), s.short) >= 0 || s.short == 0 && b.allowsLong(s.long) {
-			o.define(fs, b, s)
+	allowed := b.optstring()
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		if strings.HasPrefix(a, "--") {
+			name, val, hasVal := strings.Cut(a[2:], "=")
+			spec, ok := findLong(name)
+			if !ok || (spec.short != 0 && !strings.ContainsRune(allowed, rune(spec.short))) ||
+				(spec.short == 0 && !b.allowsLong(name)) {
+				return o, &UsageError{Message: "Invalid option", Opt: "--" + name}
+			}
+			opt := "--" + name
+			switch spec.arg {
+			case noArg:
+				if hasVal {
+					return o, &UsageError{Message: "Option takes no argument", Opt: opt, Arg: val}
+				}
+			case reqArg:
+				if !hasVal {
+					if i+1 >= len(args) {
+						return o, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
+					}
+					i++
+					val = args[i]
+				}
+			}
+			if err := o.apply(b, spec, opt, val, hasVal || spec.arg == reqArg); err != nil {
+				return o, err
+			}
+			if o.Help || o.Version {
+				return o, nil
+			}
+			continue
+		}
+		// A cluster of short options: -fc, -m1:4, -m 1:4.
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			opt := "-" + string(c)
+			spec, ok := findShort(c)
+			if !ok || !strings.ContainsRune(allowed, rune(c)) {
+				return o, &UsageError{Message: "Invalid option", Opt: opt}
+			}
+			val, hasVal := "", false
+			switch spec.arg {
+			case reqArg:
+				if j+1 < len(a) {
+					val = a[j+1:]
+				} else if i+1 < len(args) {
+					i++
+					val = args[i]
+				} else {
+					return o, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
+				}
+				hasVal, j = true, len(a)
+			case optArg:
+				if j+1 < len(a) {
+					val, hasVal, j = a[j+1:], true, len(a)
+				}
+			}
+			if err := o.apply(b, spec, opt, val, hasVal); err != nil {
+				return o, err
+			}
+			if o.Help || o.Version {
+				return o, nil
+			}
 		}
 	}
-	err := fs.Parse(getoptForms(fs, args))
-	var ue *UsageError
-	var unknown *pflag.NotExistError
-	var noArg *pflag.ValueRequiredError
-	var syntax *pflag.InvalidSyntaxError
-	switch {
-	case errors.Is(err, errStop):
-		return o, nil
-	case errors.As(err, &ue):
-		return o, ue
-	case errors.As(err, &unknown):
-		return o, &UsageError{Message: "Invalid option", Opt: dashes(unknown.GetSpecifiedShortnames()) + unknown.GetSpecifiedName()}
-	case errors.As(err, &noArg):
-		return o, &UsageError{Message: "Option Missing Required Argument", Opt: dashes(noArg.GetSpecifiedShortnames()) + noArg.GetSpecifiedName()}
-	case errors.As(err, &syntax):
-		return o, &UsageError{Message: "Invalid option", Opt: syntax.GetSpecifiedFlag()}
-	case err != nil:
-		return o, err
-	}
-	if err := o.placement(b, fs.Args()); err != nil {
+	if err := o.placement(b, positional); err != nil {
 		return o, err
 	}
 	if len(o.Types) == 0 {
@@ -301,110 +347,13 @@ func Parse(b *Benchmark, args []string) (Options, error) {
 	return o, nil
 }
 
-// dashes is how an option the user named was spelled: "-" before a letter
-// from a cluster of short options, "--" before a long name.
-func dashes(shorts string) string {
-	if shorts != "" {
-		return "-"
-	}
-	return "--"
-}
-
-// noValue is what an option without a value receives: getopt gives none,
-// pflag always gives one; NUL cannot be in a command-line argument.
-const noValue = "\x00"
-
-// errStop ends parsing at -h or -v, as OSU stops there.
-var errStop = errors.New("osu: stop parsing")
-
-// optFlag is one spelling of an option: "-m" or "--message-size". Each
-// spelling is a flag of its own, so an error quotes the one the user typed,
-// as OSU's do; the short one is named "-m", which no long option can reach
-// (pflag refuses "---m").
-type optFlag struct {
-	o    *Options
-	b    *Benchmark
-	spec optSpec
-	form string
-}
-
-func (f *optFlag) String() string { return "" }
-func (f *optFlag) Type() string   { return "string" }
-
-func (f *optFlag) Set(v string) error {
-	hasArg := v != noValue
-	if f.spec.arg == noArg && hasArg {
-		return &UsageError{Message: "Option takes no argument", Opt: f.form, Arg: v}
-	}
-	if !hasArg {
-		v = ""
-	}
-	if err := f.o.apply(f.b, f.spec, f.form, v, hasArg); err != nil {
-		return err
-	}
-	if f.o.Help || f.o.Version {
-		return errStop
-	}
-	return nil
-}
-
-// define adds option s to fs in its long and (where it has one) short
-// spelling.
-func (o *Options) define(fs *pflag.FlagSet, b *Benchmark, s optSpec) {
-	long := fs.VarPF(&optFlag{o, b, s, "--" + s.long}, s.long, "", "")
-	flags := []*pflag.Flag{long}
-	if s.short != 0 {
-		short := string(s.short)
-		flags = append(flags, fs.VarPF(&optFlag{o, b, s, "-" + short}, "-"+short, short, ""))
-	}
-	for _, f := range flags {
-		if s.arg != reqArg {
-			f.NoOptDefVal = noValue
+func findLong(name string) (optSpec, bool) {
+	for _, s := range allOpts {
+		if s.long == name {
+			return s, true
 		}
 	}
-}
-
-// getoptForms rewrites getopt's attached values as pflag reads them: "-m8"
-// and "-fz50" become "-m=8" and "-fz=50". pflag reads "-m=8" as 8 where
-// getopt reads "=8", and reads no attached value at all for an option whose
-// value is optional (-z, -c). A word that is an option's value is left
-// as it is, and a cluster is cut after a letter that is no option, where
-// pflag will then report it.
-func getoptForms(fs *pflag.FlagSet, args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		var last *pflag.Flag // an option that takes the next word
-		switch {
-		case strings.HasPrefix(a, "--") && !strings.Contains(a, "="):
-			last = fs.Lookup(a[2:])
-		case len(a) > 1 && a[0] == '-' && a[1] != '-':
-			for j := 1; j < len(a); j++ {
-				f := fs.ShorthandLookup(a[j : j+1])
-				if f == nil {
-					a = a[:j+1]
-					break
-				}
-				if f.NoOptDefVal == "" || f.Value.(*optFlag).spec.arg == optArg {
-					if j+1 < len(a) {
-						a = a[:j+1] + "=" + a[j+1:]
-					} else {
-						last = f
-					}
-					break
-				}
-			}
-		}
-		out = append(out, a)
-		if last != nil && last.NoOptDefVal == "" && i+1 < len(args) {
-			i++
-			out = append(out, args[i])
-		}
-	}
-	return out
+	return optSpec{}, false
 }
 
 func findShort(c byte) (optSpec, bool) {
