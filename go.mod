@@ -4,7 +4,8 @@ go 1.26
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.0-1
-	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/cobra v1.10.2
-	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/spf13/pflag v1.0.9
 )
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect
