@@ -53,7 +53,7 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := 0
 	cmd := newCommand(func(cfg launcher.Config) { code = launch(cfg, stdin, stdout, stderr) })
 	cmd.SetArgs(mpirunForms(cmd.Flags(), args))
-	if len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+	if len(args) > 1 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
 		// Completing: the last word is the one being typed, left as it is.
 		cmd.SetArgs(append(append(args[:1:1], mpirunForms(cmd.Flags(), args[1:len(args)-1])...), args[len(args)-1]))
 	}

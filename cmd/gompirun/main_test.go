@@ -265,6 +265,15 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
+// TestCompleteNothing: a completion request without a word to complete is
+// refused, not a crash.
+func TestCompleteNothing(t *testing.T) {
+	var errb bytes.Buffer
+	if code := gompirun([]string{"__complete"}, nil, io.Discard, &errb); code != 1 || !strings.Contains(errb.String(), "gompirun:") {
+		t.Errorf("__complete alone: exit %d, stderr %q", code, errb.String())
+	}
+}
+
 // TestVersion: --version prints the build's version line.
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
