@@ -5,10 +5,11 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build demo test test-short vet race clean device-build
 
-# deps installs the C library gompix links (UCX) when its headers are missing.
+# deps installs the C library gompix links (UCX) when its headers are
+# missing, and pkg-config, through which cgo finds UCX's flags.
 deps:
-	@if [ ! -f /usr/include/ucp/api/ucp.h ]; then \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libucx-dev; \
+	@if [ ! -f /usr/include/ucp/api/ucp.h ] || ! command -v pkg-config >/dev/null; then \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libucx-dev pkg-config; \
 	fi
 
 build: deps

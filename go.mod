@@ -2,12 +2,10 @@ module github.com/gompix/gompix
 
 go 1.26
 
-require github.com/hashicorp/go-multierror v1.1.1
-
 require (
-	github.com/NVIDIA/go-nvml v0.13.0-1 // indirect
-	github.com/hashicorp/errwrap v1.0.0 // indirect
-	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/NVIDIA/go-nvml v0.13.0-1
 	github.com/spf13/cobra v1.10.2
-	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/spf13/pflag v1.0.9
 )
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -23,7 +23,7 @@
 // (ProcSpec.Secret), and no message shows it.
 //
 // Layer: above internal/wireup, below cmd/gompirun. It may import
-// internal/wireup, the standard library and go-multierror; GPU discovery
+// internal/wireup and the standard library; GPU discovery
 // (go-nvml) is plugged in through Config.GPUCount rather than imported here,
 // so the launcher builds and is tested without a GPU. No cgo.
 //

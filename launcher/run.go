@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/gompix/gompix/internal/wireup"
-	"github.com/hashicorp/go-multierror"
 )
 
 // Exit statuses Run returns besides a failed rank's own.
@@ -88,7 +87,7 @@ func (e *SignalError) Error() string {
 //     started.
 //
 // The error describes every failure; with more than one it is a
-// *multierror.Error listing them, each a *RankError where a rank failed. Run
+// join of them (errors.Join), each a *RankError where a rank failed. Run
 // also reports each event on Config.Stderr as it happens, prefixed
 // "gompirun: ", so a command-line caller need not print the error again.
 // When Run returns, every rank's process group has been sent SIGKILL, so no
@@ -476,14 +475,10 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 		}
 	}
 
-	switch len(errs) {
-	case 0:
-		return code, nil
-	case 1:
+	if len(errs) == 1 {
 		return code, errs[0]
-	default:
-		return code, multierror.Append(nil, errs...)
 	}
+	return code, errors.Join(errs...) // nil without errors
 }
 
 // signalRunning sends sig to every rank not yet reaped, remembering it so the

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-multierror"
 )
 
 // shJob is a job running sh -c script with output captured.
@@ -188,14 +186,14 @@ func TestTwoFailuresReportedTogether(t *testing.T) {
 	if took > 2800*time.Millisecond {
 		t.Errorf("took %v: waited for the grace period though every rank had ended", took)
 	}
-	var me *multierror.Error
-	if !errors.As(err, &me) || len(me.Errors) != 2 {
-		t.Fatalf("err = %v, want a multierror of two", err)
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != 2 {
+		t.Fatalf("err = %v, want a join of two", err)
 	}
 	for i, want := range []struct{ rank, code int }{{1, 3}, {2, 5}} {
 		var re *RankError
-		if !errors.As(me.Errors[i], &re) || re.Rank != want.rank || re.Status.Code != want.code {
-			t.Errorf("error %d = %v, want rank %d status %d", i, me.Errors[i], want.rank, want.code)
+		if e := joined.Unwrap()[i]; !errors.As(e, &re) || re.Rank != want.rank || re.Status.Code != want.code {
+			t.Errorf("error %d = %v, want rank %d status %d", i, e, want.rank, want.code)
 		}
 	}
 	if n := strings.Count(errOut.String(), "gompirun: rank"); n != 2 {

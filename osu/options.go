@@ -258,6 +258,8 @@ func (o *Options) setTailPercentiles(b *Benchmark, opt, arg string, hasArg bool)
 // argument attached or following, long options with "--name[=value]".
 // Words that are not options (the "SRC DST" buffer placement) may come
 // before, between or after the options; after "--" every word is one.
+// A getopt loop rather than pflag, which reads no attached optional value
+// (-z50, -cVALUE) and cannot tell "-m" from "--message-size" in an error.
 func Parse(b *Benchmark, args []string) (Options, error) {
 	o := defaults(b)
 	allowed := b.optstring()

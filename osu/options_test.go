@@ -310,3 +310,73 @@ func TestBufferPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestParseForms: getopt's spellings, each as OSU 7.4 reads it: attached or
+// separate values, clusters, optional values only attached, long options,
+// a value that looks like an option, parsing ending at -h and -v.
+func TestParseForms(t *testing.T) {
+	lat := mustLookup(t, "latency")
+	ar := mustLookup(t, "allreduce")
+	nbc := mustLookup(t, "iallreduce")
+	cases := []struct {
+		b     *Benchmark
+		args  []string
+		check func(o Options) bool
+		err   string
+	}{
+		{lat, []string{"-i5", "-x0", "-m8"}, func(o Options) bool { return o.Iterations == 5 && o.Skip == 0 && o.MaxSize == 8 }, ""},
+		{ar, []string{"-fm", "8"}, func(o Options) bool { return o.Full && o.MaxSize == 8 }, ""},
+		{ar, []string{"-fm8"}, func(o Options) bool { return o.Full && o.MaxSize == 8 }, ""},
+		{ar, []string{"-fzc"}, nil, "Invalid percentile list (1 to 5 comma-separated percentiles, each 1-99) [-z c]"},
+		{ar, []string{"-fcm8"}, nil, "Validation logging is not supported by gompix [-c m8]"}, // an optional value takes the rest
+		{ar, []string{"-zfc"}, nil, "Invalid percentile list (1 to 5 comma-separated percentiles, each 1-99) [-z fc]"},
+		{ar, []string{"-fc", "-z"}, func(o Options) bool { return o.Full && o.Validate && len(o.TailPercentiles) == 3 }, ""},
+		{ar, []string{"-fz50"}, func(o Options) bool { return o.Full && reflect.DeepEqual(o.TailPercentiles, []int{50}) }, ""},
+		{ar, []string{"--full", "--validation", "--type", "mpi_int", "--type=mpi_float"}, func(o Options) bool {
+			return o.Full && o.Validate && reflect.DeepEqual(o.Types, []Datatype{Int, Float})
+		}, ""},
+		{ar, []string{"--nccl-bw", "-M", "1K"}, func(o Options) bool { return o.NCCLBandwidth && o.MemLimit == maxMemLowerLimit }, ""},
+		{nbc, []string{"-t", "3", "-k", "rotate"}, nil, "Invalid option [-k]"},
+		{nbc, []string{"-t3", "--num-test-calls=4"}, func(o Options) bool { return o.TestCalls == 4 }, ""},
+		{lat, []string{"-c", "H", "H"}, func(o Options) bool { return o.Validate && o.Src == Host }, ""},
+		{lat, []string{"-h", "-q"}, func(o Options) bool { return o.Help }, ""},
+		{lat, []string{"-v", "--bogus"}, func(o Options) bool { return o.Version }, ""},
+		{lat, []string{"-", "H"}, nil, "Invalid buffer placement (want H, D, MH or MD) [-]"},
+		{lat, []string{"-m=8"}, nil, "Invalid Message Size [-m =8]"},
+		{lat, []string{"-z=50"}, nil, "Invalid percentile list (1 to 5 comma-separated percentiles, each 1-99) [-z =50]"},
+		{lat, []string{"-m", "-5"}, nil, "Invalid Message Size [-m -5]"},
+		{lat, []string{"-T", "-z"}, nil, "Invalid Datatype [-T -z]"},
+		{lat, []string{"--message-size", "-z5"}, nil, "Invalid Message Size [--message-size -z5]"},
+		{lat, []string{"--iterations"}, nil, "Option Missing Required Argument [--iterations]"},
+		{lat, []string{"-cx"}, nil, "Validation logging is not supported by gompix [-c x]"},
+		{lat, []string{"--validation=x"}, nil, "Validation logging is not supported by gompix [--validation x]"},
+		{lat, []string{"-G", "x"}, nil, "Graph output is not supported by gompix [-G]"},
+		{lat, []string{"--graph=x"}, nil, "Graph output is not supported by gompix [--graph]"},
+		{lat, []string{"-I"}, nil, "MPI sessions are not supported by gompix [-I]"},
+		{ar, []string{"--full=1"}, nil, "Option takes no argument [--full 1]"},
+		{ar, []string{"--nccl-bw=yes"}, nil, "Option takes no argument [--nccl-bw yes]"},
+		{lat, []string{"-cq"}, nil, "Validation logging is not supported by gompix [-c q]"},
+		{lat, []string{"-i", "0", "-q"}, nil, "Invalid Number of Iterations [-i 0]"},
+		{lat, []string{"-q", "-i", "0"}, nil, "Invalid option [-q]"},
+		{lat, []string{"-test.v"}, nil, "Invalid option [-t]"},
+		{lat, []string{"---m", "8"}, nil, "Invalid option [---m]"},
+		{lat, []string{"--m", "8"}, nil, "Invalid option [--m]"},
+		{lat, []string{"--", "-m", "8"}, nil, "Invalid buffer placement (want H, D, MH or MD) [-m]"},
+	}
+	for _, tc := range cases {
+		o, err := Parse(tc.b, tc.args)
+		switch {
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("%s %q: error %v, want %q", tc.b.name, tc.args, err, tc.err)
+		case tc.err != "":
+			var ue *UsageError
+			if !errors.As(err, &ue) {
+				t.Errorf("%s %q: %T, want a UsageError", tc.b.name, tc.args, err)
+			}
+		case err != nil:
+			t.Errorf("%s %q: %v", tc.b.name, tc.args, err)
+		case !tc.check(o):
+			t.Errorf("%s %q: unexpected options %+v", tc.b.name, tc.args, o)
+		}
+	}
+}

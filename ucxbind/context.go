@@ -1,7 +1,7 @@
 package ucxbind
 
 /*
-#cgo LDFLAGS: -lucp -lucs
+#cgo pkg-config: ucx
 #include "gx.h"
 */
 import "C"

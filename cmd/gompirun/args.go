@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gompix/gompix/launcher"
+	"github.com/spf13/pflag"
 )
 
 // errHelp and errVersion are what parseArgs returns for -h and --version:
@@ -29,126 +31,169 @@ func usagef(format string, a ...any) error {
 	return &usageError{fmt.Sprintf(format, a...)}
 }
 
-// option is one flag: the names it answers to (with one dash or two) and
-// whether it takes a value.
-type option struct {
-	names    []string
-	hasValue bool
-	set      func(p *parser, value string) error
-}
-
+// parser collects what the flags say; finish turns it into a job.
 type parser struct {
 	cfg        launcher.Config
 	hosts      []launcher.HostSlots
 	hostfile   string
-	npSet      bool
 	hostSet    bool
 	timeoutSet bool
+	help       bool
+	version    bool
 	readFile   func(string) ([]byte, error)
-	done       error // errHelp or errVersion once seen
 }
 
-var options = []option{
-	{[]string{"n", "np", "c"}, true, func(p *parser, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return usagef("-n %q: want a positive number of processes", v)
-		}
-		p.cfg.NP, p.npSet = n, true
-		return nil
-	}},
-	{[]string{"H", "host"}, true, func(p *parser, v string) error {
-		hs, err := parseHostList(v)
-		if err != nil {
-			return err
-		}
-		p.hosts = append(p.hosts, hs...)
-		p.hostSet = true
-		return nil
-	}},
-	{[]string{"hostfile", "machinefile"}, true, func(p *parser, v string) error {
-		if p.hostfile != "" {
-			return usagef("--hostfile given twice")
-		}
-		p.hostfile = v
-		return nil
-	}},
-	{[]string{"x"}, true, func(p *parser, v string) error {
-		if name, _, _ := strings.Cut(v, "="); name == "" {
-			return usagef("-x %q: want NAME or NAME=VALUE", v)
-		}
-		p.cfg.Env = append(p.cfg.Env, v)
-		return nil
-	}},
-	{[]string{"tag-output"}, false, func(p *parser, v string) error {
-		b, err := boolValue("tag-output", v)
-		p.cfg.TagOutput = b
-		return err
-	}},
-	{[]string{"timeout"}, true, func(p *parser, v string) error {
-		d, err := parseTimeout("--timeout", v)
-		p.cfg.Timeout, p.timeoutSet = d, true
-		return err
-	}},
-	{[]string{"oversubscribe"}, false, func(p *parser, v string) error {
-		b, err := boolValue("oversubscribe", v)
-		p.cfg.Oversubscribe = b
-		return err
-	}},
-	{[]string{"gpu-bind"}, true, func(p *parser, v string) error {
-		switch v {
-		case launcher.GPUBindLocal, launcher.GPUBindNone:
-			p.cfg.GPUBind = v
-			return nil
-		}
-		return usagef("--gpu-bind %q: want %s or %s", v, launcher.GPUBindLocal, launcher.GPUBindNone)
-	}},
-	{[]string{"launch-agent"}, true, func(p *parser, v string) error {
-		if strings.TrimSpace(v) == "" {
-			return usagef("--launch-agent: empty command")
-		}
-		p.cfg.LaunchAgent = v
-		return nil
-	}},
-	{[]string{"h", "help"}, false, func(p *parser, v string) error {
-		p.done = errHelp
-		return nil
-	}},
-	{[]string{"version"}, false, func(p *parser, v string) error {
-		if p.done == nil {
-			p.done = errVersion
-		}
-		return nil
-	}},
+// define adds gompirun's flags to fs, each bound to p. The same definitions
+// serve the command (its parsing, help and shell completion) and parseArgs.
+func (p *parser) define(fs *pflag.FlagSet) {
+	fs.SortFlags = false
+	fs.SetInterspersed(false) // flags end at the program; the rest is its own
+	fs.FuncP("np", "n", "number of ranks (also -np, -c)", p.setNP)
+	fs.BoolFunc("oversubscribe", "allow more ranks than CPUs (or than the hosts' slots)", setBool("oversubscribe", &p.cfg.Oversubscribe))
+	fs.FuncP("host", "H", "hosts and their slots: h[:s],...", p.setHosts)
+	fs.Func("hostfile", "hosts from a file (also -machinefile)", p.setHostfile)
+	fs.FuncP("x", "x", "set NAME in every rank, or pass gompirun's value on", p.setEnv)
+	fs.BoolFunc("tag-output", "prefix each output line with [1,<rank>]<stdout>:", setBool("tag-output", &p.cfg.TagOutput))
+	fs.Func("timeout", "end the job after T seconds (or a duration: 30s)", p.setTimeout)
+	fs.Func("gpu-bind", "local (GPU = local rank % GPUs) or none", p.setGPUBind)
+	fs.Func("launch-agent", "command that would start ranks on other hosts", p.setLaunchAgent)
+	fs.BoolVarP(&p.help, "help", "h", false, "this help")
+	fs.BoolVar(&p.version, "version", false, "print the version")
 }
 
-func lookupOption(name string) *option {
-	for i := range options {
-		for _, n := range options[i].names {
-			if n == name {
-				return &options[i]
-			}
-		}
+func (p *parser) setNP(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return usagef("-n %q: want a positive number of processes", v)
 	}
+	p.cfg.NP = n
 	return nil
 }
 
-func boolValue(name, v string) (bool, error) {
-	if v == "" {
-		return true, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, usagef("--%s=%q: want true or false", name, v)
-	}
-	return b, nil
+func (p *parser) setHosts(v string) error {
+	hs, err := parseHostList(v)
+	p.hosts, p.hostSet = append(p.hosts, hs...), true
+	return err
 }
 
-// parseArgs turns gompirun's arguments (without argv[0]) into a job. It stops
-// at the first argument that is not a flag (or after "--"): that is the
-// program, and everything after it is the program's, so
-// "gompirun -n 2 hostname -n 5" runs "hostname -n 5" twice. Hand-written
-// because mpirun's single-dash long flags (-np 4) fit no flag library.
+func (p *parser) setHostfile(v string) error {
+	if p.hostfile != "" {
+		return usagef("--hostfile given twice")
+	}
+	p.hostfile = v
+	return nil
+}
+
+func (p *parser) setEnv(v string) error {
+	if name, _, _ := strings.Cut(v, "="); name == "" {
+		return usagef("-x %q: want NAME or NAME=VALUE", v)
+	}
+	p.cfg.Env = append(p.cfg.Env, v)
+	return nil
+}
+
+func (p *parser) setTimeout(v string) error {
+	d, err := parseTimeout("--timeout", v)
+	p.cfg.Timeout, p.timeoutSet = d, true
+	return err
+}
+
+func (p *parser) setGPUBind(v string) error {
+	switch v {
+	case launcher.GPUBindLocal, launcher.GPUBindNone:
+		p.cfg.GPUBind = v
+		return nil
+	}
+	return usagef("--gpu-bind %q: want %s or %s", v, launcher.GPUBindLocal, launcher.GPUBindNone)
+}
+
+func (p *parser) setLaunchAgent(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return usagef("--launch-agent: empty command")
+	}
+	p.cfg.LaunchAgent = v
+	return nil
+}
+
+// setBool sets a switch: bare, or --name=true/false ("" counts as true).
+func setBool(name string, b *bool) func(v string) error {
+	return func(v string) error {
+		if v == "" {
+			*b = true
+			return nil
+		}
+		var err error
+		if *b, err = strconv.ParseBool(v); err != nil {
+			return usagef("--%s=%q: want true or false", name, v)
+		}
+		return nil
+	}
+}
+
+// aliases are mpirun's other names for gompirun's flags.
+var aliases = map[string]string{"c": "np", "machinefile": "hostfile"}
+
+// mpirunForms rewrites mpirun's spellings as pflag reads them: a flag's
+// name or alias after one dash or two (-np 4, -hostfile f, --n=4, -c 4)
+// becomes --name. pflag reads long names only after two dashes and knows no
+// aliases. It stops where parsing stops: at "--", at the program, and at an
+// unknown flag, which pflag then reports.
+func mpirunForms(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return append(out, args[i:]...)
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		if alias, ok := aliases[name]; ok {
+			name = alias
+		}
+		f := fs.Lookup(name)
+		if f == nil && len(name) == 1 {
+			f = fs.ShorthandLookup(name)
+		}
+		if f == nil {
+			return append(out, args[i:]...)
+		}
+		if hasValue {
+			out = append(out, "--"+f.Name+"="+value)
+			continue
+		}
+		out = append(out, "--"+f.Name)
+		if f.NoOptDefVal == "" && i+1 < len(args) {
+			i++
+			out = append(out, args[i]) // the value, whatever it looks like
+		}
+	}
+	return out
+}
+
+// flagError turns pflag's complaint into gompirun's usage error.
+func flagError(err error) error {
+	var ue *usageError
+	var unknown *pflag.NotExistError
+	var syntax *pflag.InvalidSyntaxError
+	var noValue *pflag.ValueRequiredError
+	switch {
+	case errors.As(err, &ue):
+		return ue
+	case errors.As(err, &unknown) && unknown.GetSpecifiedShortnames() != "":
+		return usagef("unknown option %q", "-"+unknown.GetSpecifiedShortnames())
+	case errors.As(err, &unknown):
+		return usagef("unknown option %q", "--"+unknown.GetSpecifiedName())
+	case errors.As(err, &syntax):
+		return usagef("unknown option %q", syntax.GetSpecifiedFlag())
+	case errors.As(err, &noValue):
+		return usagef("option --%s needs a value", noValue.GetFlag().Name)
+	}
+	return &usageError{err.Error()}
+}
+
+// parseArgs turns gompirun's arguments (without argv[0]) into a job, as the
+// command does. It stops at the first argument that is not a flag (or after
+// "--"): that is the program, and everything after it is the program's, so
+// "gompirun -n 2 hostname -n 5" runs "hostname -n 5" twice.
 //
 // MPIEXEC_TIMEOUT (seconds), as mpirun honours it, is the default of
 // --timeout.
@@ -158,38 +203,25 @@ func parseArgs(args []string) (launcher.Config, error) {
 
 func parseArgsWith(args []string, readFile func(string) ([]byte, error), getenv func(string) string) (launcher.Config, error) {
 	p := &parser{readFile: readFile}
-	i := 0
-	for i < len(args) {
-		arg := args[i]
-		if arg == "--" {
-			i++
-			break
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			break // the program
-		}
-		name := strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-")
-		name, value, hasValue := strings.Cut(name, "=")
-		opt := lookupOption(name)
-		if opt == nil || name == "" {
-			return launcher.Config{}, usagef("unknown option %q", arg)
-		}
-		i++
-		if opt.hasValue && !hasValue {
-			if i >= len(args) {
-				return launcher.Config{}, usagef("option %s needs a value", arg)
-			}
-			value = args[i]
-			i++
-		}
-		if err := opt.set(p, value); err != nil {
-			return launcher.Config{}, err
-		}
+	fs := pflag.NewFlagSet("gompirun", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	p.define(fs)
+	if err := fs.Parse(mpirunForms(fs, args)); err != nil {
+		return launcher.Config{}, flagError(err)
 	}
-	if p.done != nil {
-		return launcher.Config{}, p.done
+	switch {
+	case p.help:
+		return launcher.Config{}, errHelp
+	case p.version:
+		return launcher.Config{}, errVersion
 	}
-	if i >= len(args) {
+	return p.finish(fs.Args(), getenv)
+}
+
+// finish completes the job once the flags are read: args are the program
+// and its arguments.
+func (p *parser) finish(args []string, getenv func(string) string) (launcher.Config, error) {
+	if len(args) == 0 {
 		return launcher.Config{}, usagef("no program given")
 	}
 	if v := getenv("MPIEXEC_TIMEOUT"); v != "" && !p.timeoutSet {
@@ -199,8 +231,8 @@ func parseArgsWith(args []string, readFile func(string) ([]byte, error), getenv 
 		}
 		p.cfg.Timeout = d
 	}
-	p.cfg.Program = args[i]
-	p.cfg.Args = args[i+1:]
+	p.cfg.Program = args[0]
+	p.cfg.Args = args[1:]
 
 	if p.hostfile != "" {
 		if p.hostSet {

@@ -68,6 +68,34 @@ func TestParseArgs(t *testing.T) {
 		{"oversubscribe", "--oversubscribe -n 3 prog", want{np: 3, over: true, program: "prog", args: []string{}}, ""},
 		{"gpu-bind", "--gpu-bind none prog", want{gpu: "none", program: "prog", args: []string{}}, ""},
 		{"launch-agent", "--launch-agent 'ssh -p 22' prog", want{agent: "ssh -p 22", program: "prog", args: []string{}}, ""},
+		// Every flag also in mpirun's other spellings: one dash or two, the
+		// value after "=" or as the next word, the aliases.
+		{"-c", "-c 4 prog", want{np: 4, program: "prog", args: []string{}}, ""},
+		{"--c=", "--c=2 prog", want{np: 2, program: "prog", args: []string{}}, ""},
+		{"-n=", "-n=3 prog", want{np: 3, program: "prog", args: []string{}}, ""},
+		{"--n", "--n 3 prog", want{np: 3, program: "prog", args: []string{}}, ""},
+		{"last -n wins", "-n 2 -np 3 prog", want{np: 3, program: "prog", args: []string{}}, ""},
+		{"-H=, --host, -host, --H", "-H=a --host b -host=c --H d prog",
+			want{hosts: []launcher.HostSlots{{Name: "a", Slots: 1}, {Name: "b", Slots: 1}, {Name: "c", Slots: 1}, {Name: "d", Slots: 1}}, program: "prog", args: []string{}}, ""},
+		{"--machinefile", "--machinefile single prog",
+			want{hosts: []launcher.HostSlots{{Name: "localhost", Slots: 2}}, program: "prog", args: []string{}}, ""},
+		{"-machinefile=", "-machinefile=single prog",
+			want{hosts: []launcher.HostSlots{{Name: "localhost", Slots: 2}}, program: "prog", args: []string{}}, ""},
+		{"--hostfile=", "--hostfile=single prog",
+			want{hosts: []launcher.HostSlots{{Name: "localhost", Slots: 2}}, program: "prog", args: []string{}}, ""},
+		{"--x, -x=, value with a dash", "--x A=1 -x=B -x -C=2 --x=D=4 prog", want{env: []string{"A=1", "B", "-C=2", "D=4"}, program: "prog", args: []string{}}, ""},
+		{"tag-output=true/false", "--tag-output=true -tag-output=false prog", want{program: "prog", args: []string{}}, ""},
+		{"tag-output= empty", "--tag-output= prog", want{tag: true, program: "prog", args: []string{}}, ""},
+		{"-oversubscribe", "-oversubscribe prog", want{over: true, program: "prog", args: []string{}}, ""},
+		{"-timeout", "-timeout 3 prog", want{timeout: 3 * time.Second, program: "prog", args: []string{}}, ""},
+		{"-timeout=", "-timeout=1m prog", want{timeout: time.Minute, program: "prog", args: []string{}}, ""},
+		{"-gpu-bind=", "-gpu-bind=local prog", want{gpu: "local", program: "prog", args: []string{}}, ""},
+		{"--gpu-bind=", "--gpu-bind=none prog", want{gpu: "none", program: "prog", args: []string{}}, ""},
+		{"-launch-agent", "-launch-agent rsh --launch-agent=ssh prog", want{agent: "ssh", program: "prog", args: []string{}}, ""},
+		{"lone dash is the program", "-n 1 - x", want{np: 1, program: "-", args: []string{"x"}}, ""},
+		{"program's -- kept", "prog -- -n 2", want{program: "prog", args: []string{"--", "-n", "2"}}, ""},
+		{"-- then flags-looking program", "-- --np 2", want{program: "--np", args: []string{"2"}}, ""},
+		{"value like a flag", "--launch-agent --np prog", want{agent: "--np", program: "prog", args: []string{}}, ""},
 
 		{"unknown flag", "--frobnicate prog", want{}, "usage:unknown option"},
 		{"unknown short", "-z prog", want{}, "usage:unknown option"},
@@ -88,6 +116,15 @@ func TestParseArgs(t *testing.T) {
 		{"unknown hostfile field", "--hostfile weird prog", want{}, "usage:unknown field"},
 		{"empty hostfile", "--hostfile empty prog", want{}, "usage:no hosts"},
 		{"bool with bad value", "--tag-output=maybe prog", want{}, "usage:tag-output"},
+		{"unknown single-dash word", "-frob prog", want{}, "usage:unknown option \"-frob\""},
+		{"unknown after a flag", "-n 2 --nope prog", want{}, "usage:unknown option \"--nope\""},
+		{"three dashes", "---np 2 prog", want{}, "usage:unknown option"},
+		{"missing value, long", "--timeout", want{}, "usage:needs a value"},
+		{"missing value, single dash", "-hostfile", want{}, "usage:needs a value"},
+		{"hostfile twice", "--hostfile single -machinefile single prog", want{}, "usage:given twice"},
+		{"bad np after =", "-np=x prog", want{}, "usage:positive"},
+		{"empty launch agent", "--launch-agent ' ' prog", want{}, "usage:--launch-agent"},
+		{"oversubscribe bad value", "--oversubscribe=2 prog", want{}, "usage:oversubscribe"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,6 +191,10 @@ func TestParseArgsHelpVersion(t *testing.T) {
 		"--version":         errVersion,
 		"--version --help":  errHelp,
 		"-help prog ignore": errHelp,
+		"--h":               errHelp,
+		"-version":          errVersion,
+		"-version prog":     errVersion,
+		"prog --version":    nil,
 	} {
 		if _, err := parseArgs(splitArgs(args)); err != want {
 			t.Errorf("parseArgs(%s) = %v, want %v", args, err, want)

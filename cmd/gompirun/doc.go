@@ -25,10 +25,13 @@
 //	                       MPIEXEC_TIMEOUT gives the default
 //	--gpu-bind local|none  GPU binding policy (local: local_rank % ngpus)
 //	--launch-agent CMD     remote start command (ssh by default)
-//	-h, --help; --version
+//	-h, --help; --version  (the version names the commit and Go release)
 //
 // Every long flag may be written with one dash or two, and with its value
-// after "=" or as the next argument.
+// after "=" or as the next argument; a normalising step turns these mpirun
+// spellings into the ones pflag parses. "gompirun completion bash" (zsh,
+// fish) prints a shell completion script; a program named "completion" is
+// started after "--".
 //
 // Layer: the top of the launcher stack. It imports launcher and internal
 // packages only; all job logic lives in launcher, so this package is the

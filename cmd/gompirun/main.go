@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gompix/gompix/internal/gputopo"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
+	"github.com/gompix/gompix/internal/buildinfo"
+	"github.com/gompix/gompix/internal/gputopo"
 	"github.com/gompix/gompix/launcher"
+	"github.com/spf13/cobra"
 )
 
 const usage = `usage: gompirun [-n N] [flags] PROGRAM [ARGS...]
@@ -29,7 +30,9 @@ const usage = `usage: gompirun [-n N] [flags] PROGRAM [ARGS...]
       --gpu-bind POLICY   local (GPU = local rank % GPUs, default) or none
       --launch-agent CMD  command that would start ranks on other hosts (ssh)
   -h, --help              this help
-      --version           print the version
+      --version           print the version (and the commit it was built from)
+
+gompirun completion bash|zsh|fish prints a shell completion script.
 
 Flags end at PROGRAM; what follows belongs to it.
 
@@ -47,15 +50,18 @@ func main() {
 
 // gompirun is main without the process exit, so tests can drive it.
 func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseArgs(args)
+	code := 0
+	cmd := newCommand(func(cfg launcher.Config) { code = launch(cfg, stdin, stdout, stderr) })
+	cmd.SetArgs(mpirunForms(cmd.Flags(), args))
+	if len(args) > 1 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd) {
+		// Completing: the last word is the one being typed, left as it is.
+		cmd.SetArgs(append(append(args[:1:1], mpirunForms(cmd.Flags(), args[1:len(args)-1])...), args[len(args)-1]))
+	}
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
 	var ue *usageError
-	switch {
-	case errors.Is(err, errHelp):
-		fmt.Fprint(stdout, usage)
-		return 0
-	case errors.Is(err, errVersion):
-		fmt.Fprintf(stdout, "gompirun (gompix) %s %s\n", version(), runtime.Version())
-		return 0
+	switch err := cmd.Execute(); {
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "gompirun: %v\nRun 'gompirun --help' for usage.\n", err)
 		return 2
@@ -63,6 +69,49 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gompirun: %v\n", err)
 		return 1
 	}
+	return code
+}
+
+// newCommand is gompirun as a cobra command, which gives it --help,
+// --version and shell completion ("gompirun completion bash"); run starts
+// the job the flags describe.
+func newCommand(run func(launcher.Config)) *cobra.Command {
+	p := &parser{readFile: os.ReadFile}
+	cmd := &cobra.Command{
+		Use:           "gompirun [-n N] [flags] PROGRAM [ARGS...]",
+		Short:         "start a gompix job",
+		Version:       buildinfo.Version(),
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			cfg, err := p.finish(args, os.Getenv)
+			if err == nil {
+				run(cfg)
+			}
+			return err
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveDefault // the program and its arguments: files
+		},
+	}
+	p.define(cmd.Flags())
+	cmd.RegisterFlagCompletionFunc("gpu-bind", cobra.FixedCompletions(
+		[]string{launcher.GPUBindLocal, launcher.GPUBindNone}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	cmd.SetVersionTemplate("gompirun (gompix) {{.Version}}\n")
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		if c.HasParent() { // the completion command's own help
+			fmt.Fprintf(c.OutOrStdout(), "%s\n\n%s", c.Long, c.UsageString())
+			return
+		}
+		fmt.Fprint(c.OutOrStdout(), usage)
+	})
+	return cmd
+}
+
+// launch runs the job and returns gompirun's exit status.
+func launch(cfg launcher.Config, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = stdin, stdout, stderr
 	if n := runtime.NumCPU(); !cfg.Oversubscribe && len(cfg.Hosts) == 0 && cfg.NP > n {
 		// As mpirun: a rank per CPU unless asked otherwise, since ranks
@@ -114,13 +163,6 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	code, _ := launcher.Run(ctx, cfg) // Run has reported on stderr
 	return code
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // rankEnv is the value of variable name in the ranks' environment: the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gompix/gompix/internal/buildinfo"
 )
 
 // mainEnv makes the test binary act as gompirun itself, so the tests below
@@ -228,4 +231,54 @@ func processGone(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
+}
+
+// TestCompletion: "gompirun completion SHELL" prints a script for bash, zsh
+// and fish, and the completion it drives knows the flags, their values and
+// mpirun's spellings before the word being completed.
+func TestCompletion(t *testing.T) {
+	for shell, want := range map[string]string{
+		"bash": "# bash completion V2 for gompirun",
+		"zsh":  "#compdef gompirun",
+		"fish": "complete -c gompirun",
+	} {
+		var out, errb bytes.Buffer
+		if code := gompirun([]string{"completion", shell}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), want) {
+			t.Errorf("completion %s: exit %d, stderr %q, script lacks %q:\n%.300s", shell, code, errb.String(), want, out.String())
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--gpu"}, []string{"--gpu-bind"}},
+		{[]string{"-np", "2", "--gpu-bind", ""}, []string{"local", "none"}},
+		{[]string{"-np", "2", "--over"}, []string{"--oversubscribe"}},
+	} {
+		var out bytes.Buffer
+		code := gompirun(append([]string{"__complete"}, tc.args...), nil, &out, io.Discard)
+		for _, w := range tc.want {
+			if code != 0 || !strings.Contains(out.String(), w+"\t") && !strings.Contains(out.String(), w+"\n") {
+				t.Errorf("__complete %q: exit %d, want %q in\n%s", tc.args, code, w, out.String())
+			}
+		}
+	}
+}
+
+// TestCompleteNothing: a completion request without a word to complete is
+// refused, not a crash.
+func TestCompleteNothing(t *testing.T) {
+	var errb bytes.Buffer
+	if code := gompirun([]string{"__complete"}, nil, io.Discard, &errb); code != 1 || !strings.Contains(errb.String(), "gompirun:") {
+		t.Errorf("__complete alone: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestVersion: --version prints the build's version line.
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if code := gompirun([]string{"--version"}, nil, &out, io.Discard); code != 0 ||
+		out.String() != "gompirun (gompix) "+buildinfo.Version()+"\n" || !strings.Contains(out.String(), runtime.Version()) {
+		t.Errorf("--version: exit %d, %q", code, out.String())
+	}
 }

@@ -13,36 +13,34 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/gompix/gompix/coll" // registers GOMPIX_<COLL>_ALGORITHM
+	"github.com/gompix/gompix/internal/buildinfo"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/gputopo"
 	"github.com/gompix/gompix/ucxbind"
 )
 
-var infoCmd = &cobra.Command{
-	Use:   "info",
-	Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
-	Args:  cobra.NoArgs,
-	RunE: func(cmd *cobra.Command, _ []string) error {
-		if infoMarkdown {
-			return writeConfigPage(cmd.OutOrStdout())
-		}
-		return writeInfo(cmd.OutOrStdout())
-	},
-}
-
-// infoMarkdown: print only the configuration, as docs/guide/configuration.md.
-var infoMarkdown bool
-
-func init() {
-	infoCmd.Flags().BoolVar(&infoMarkdown, "markdown", false, "print the GOMPIX_* variables as the Markdown page docs/guide/configuration.md")
-	rootCmd.AddCommand(infoCmd)
+func newInfoCmd() *cobra.Command {
+	var markdown bool
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if markdown {
+				return writeConfigPage(cmd.OutOrStdout())
+			}
+			return writeInfo(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the GOMPIX_* variables as the Markdown page docs/guide/configuration.md")
+	return cmd
 }
 
 // writeInfo prints what gompix sees on this machine. Every probe that fails
 // says why on its own line; a machine without a GPU is a normal answer.
 func writeInfo(w io.Writer) error {
-	fmt.Fprintln(w, "gompix (development build)")
+	fmt.Fprintln(w, "gompix", buildinfo.Version())
 	ucxCUDA := false
 	maj, min, rel := ucxbind.Version()
 	fmt.Fprintf(w, "UCX: %d.%d.%d\n", maj, min, rel)

@@ -6,6 +6,9 @@
 //
 //	gompirun -n 2 gompix osu latency -m 1:4194304
 //	ln -s gompix osu_bw && gompirun -n 2 ./osu_bw -W 32
+//
+// "gompix --version" names the build (module version, commit, Go release);
+// "gompix completion bash" (zsh, fish) prints a shell completion script.
 package main
 
 import (
@@ -22,5 +25,5 @@ func main() {
 			os.Exit(osu.Main(name, os.Args[1:], os.Stdout, os.Stderr))
 		}
 	}
-	os.Exit(execute(os.Args[1:]))
+	os.Exit(execute(os.Args[1:], os.Stdout))
 }

@@ -9,30 +9,43 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// osuCmd runs one OSU benchmark. OSU's options are single-dash and
-// getopt-style (-m 1:4194304, -fc, trailing "D D"), so cobra does not parse
-// them: everything after the benchmark name goes to osu.Parse.
-var osuCmd = &cobra.Command{
-	Use:   "osu BENCHMARK [OSU options] [SRC DST]",
-	Short: "run an OSU micro-benchmark (latency, bw, allreduce, ...)",
-	Long: `Run an OSU Micro-Benchmarks 7.4 benchmark, ported to gompix, with OSU's
+// newOSUCmd is the command that runs one OSU benchmark. OSU's options are
+// getopt-style (-m 1:4194304, -fc, -z50, trailing "D D") and differ from one
+// benchmark to the next, so cobra does not parse them: everything after the
+// benchmark name goes to osu.Parse.
+func newOSUCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "osu BENCHMARK [OSU options] [SRC DST]",
+		Short: "run an OSU micro-benchmark (latency, bw, allreduce, ...)",
+		Long: `Run an OSU Micro-Benchmarks 7.4 benchmark, ported to gompix, with OSU's
 options and output. Start it as every rank of a job:
 
   gompirun -n 2 gompix osu latency -m 1:1024 -i 1000
   gompirun -n 4 gompix osu allreduce -f -c -T mpi_float
 
 "gompix osu BENCHMARK -h" lists a benchmark's options.`,
-	DisableFlagParsing: true,
-	RunE: func(cmd *cobra.Command, args []string) error {
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-			printBenchmarks(cmd)
+		DisableFlagParsing: true,
+		// Completion offers the benchmarks' names, each with its title.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, b := range osu.Benchmarks() {
+				if len(args) == 0 && strings.HasPrefix(b.Name(), toComplete) {
+					names = append(names, b.Name()+"\t"+b.Title())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+				printBenchmarks(cmd)
+				return nil
+			}
+			if code := osu.Main(args[0], args[1:], cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
+				return &exitError{code: code}
+			}
 			return nil
-		}
-		if code := osu.Main(args[0], args[1:], cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
-			return &exitError{code: code}
-		}
-		return nil
-	},
+		},
+	}
 }
 
 func printBenchmarks(cmd *cobra.Command) {
@@ -44,5 +57,3 @@ func printBenchmarks(cmd *cobra.Command) {
 	}
 	tw.Flush()
 }
-
-func init() { rootCmd.AddCommand(osuCmd) }

@@ -3,25 +3,34 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
+	"github.com/gompix/gompix/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
 
-// rootCmd is the gompix command. Subcommands add themselves to it from
-// their own files' init functions (rootCmd.AddCommand), as osu.go and
-// info.go do.
-var rootCmd = &cobra.Command{
-	Use:   "gompix",
-	Short: "gompix tools: OSU micro-benchmarks, installation info",
-	Long: `gompix is the command-line tool of gompix, a GPU-aware MPI for Go.
+// newRootCmd builds the gompix command afresh for each run (cobra keeps
+// state in a command, the output of its completion command among it).
+// cobra adds "gompix completion bash|zsh|fish"; the version line names the
+// commit and the Go release (internal/buildinfo).
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gompix",
+		Short: "gompix tools: OSU micro-benchmarks, installation info",
+		Long: `gompix is the command-line tool of gompix, a GPU-aware MPI for Go.
 
 Run benchmarks as ranks of a job started by gompirun:
 
   gompirun -n 2 gompix osu latency -m 1:1048576
   gompirun -n 4 gompix osu allreduce -f -c`,
-	SilenceUsage:  true,
-	SilenceErrors: true,
+		Version:       buildinfo.Version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("gompix {{.Version}}\n")
+	root.AddCommand(newOSUCmd(), newInfoCmd())
+	return root
 }
 
 // exitError carries a subcommand's exit status through cobra.
@@ -29,10 +38,13 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// execute runs the root command with args and returns the exit status.
-func execute(args []string) int {
-	rootCmd.SetArgs(args)
-	err := rootCmd.Execute()
+// execute runs the gompix command with args and returns the exit status;
+// its output goes to stdout.
+func execute(args []string, stdout io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	err := root.Execute()
 	var ee *exitError
 	switch {
 	case err == nil:

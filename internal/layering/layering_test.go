@@ -51,6 +51,8 @@ var allowed = map[string][]string{
 	"internal/shm":     {"internal/cpuid"},
 	"internal/cpuid":   {},
 	"internal/cpubind": {},
+	// buildinfo: the commands' --version line, from the standard library.
+	"internal/buildinfo": {},
 }
 
 // cgoAllowed are the only packages that may say import "C".
