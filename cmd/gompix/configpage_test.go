@@ -33,10 +33,7 @@ func TestConfigurationPage(t *testing.T) {
 // else (no UCX or GPU probing), so the regeneration command works anywhere.
 func TestInfoMarkdown(t *testing.T) {
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	defer rootCmd.SetOut(nil)
-	defer func() { infoMarkdown = false }()
-	if code := execute([]string{"info", "--markdown"}); code != 0 {
+	if code := execute([]string{"info", "--markdown"}, &out); code != 0 {
 		t.Fatalf("gompix info --markdown: exit status %d", code)
 	}
 	var want bytes.Buffer
