@@ -18,7 +18,9 @@ import (
 	"github.com/gompix/gompix/internal/dtype"
 )
 
-const runTimeout = 20 * time.Second
+// runTimeout is a hang guard for one in-process run, never a speed bound:
+// under -race on a loaded 2-CPU machine a device run took over a minute.
+const runTimeout = 5 * time.Minute
 
 // forced returns Options that force alg and fail the test on any warning
 // (a forced algorithm that silently fell back would not be tested).
