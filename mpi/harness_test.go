@@ -35,8 +35,10 @@ var scenarios = map[string]scenario{}
 const childEnv = "GOMPIX_TEST_SCENARIO"
 
 // childWatchdog is how long a rank of runJob may run before it dumps its
-// goroutines and exits; runJob's launcher timeout is 2 minutes.
-const childWatchdog = 100 * time.Second
+// goroutines and exits; runJob's launcher timeout is 5 minutes. Both are
+// hang guards, never speed bounds: a loaded 2-CPU machine under -race made
+// a 3-rank job of every collective take over 2 minutes.
+const childWatchdog = 270 * time.Second
 
 func TestMain(m *testing.M) {
 	if name := os.Getenv(childEnv); name != "" {
@@ -89,14 +91,14 @@ func runJob(t *testing.T, name string, n int) {
 		t.Fatalf("no scenario %q", name)
 	}
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	code, err := launcher.Run(ctx, launcher.Config{
 		NP:      n,
 		Program: os.Args[0],
 		Args:    []string{"-test.run=^$"},
 		Env:     append([]string{childEnv + "=" + name, "GOMPIX_SPIN=" + spinEnv}, extraEnv...),
-		Timeout: 2 * time.Minute,
+		Timeout: 5 * time.Minute,
 		Stdout:  &out,
 		Stderr:  &errb,
 		// Bind ranks to GPUs as gompirun does (local rank % GPUs), so that
