@@ -81,9 +81,8 @@ type Buffer interface {
 
 // bufInfo is what a collective's argument checks need of one Buffer,
 // gathered by a single method call: asked one by one through the
-// interface (type, device, bytes, length, each buffer twice or more),
-// they were a third of a 2-rank 8-byte allreduce's Go work before its
-// message left (session 9). Buffer.info returns the fields as separate
+// interface they were a large share of a small collective's Go work.
+// Buffer.info returns the fields as separate
 // results, which describe stores one by one: a struct of this size
 // returned or assigned whole is built in a temporary and copied with loads
 // wider than the stores that wrote it (a store-forwarding stall), and a

@@ -184,7 +184,7 @@ func start() (*state, error) {
 		}
 		// The world's shared-memory segment is made here, not at its first
 		// collective: the set-up's exchanges and waits put the Go runtime's
-		// monitor thread back to waking every 20 µs, and the settle below
+		// monitor thread back to waking often, and the settle below
 		// must come after them (settleScheduler).
 		if err := s.world.prepareShared(); err != nil {
 			_ = s.close()

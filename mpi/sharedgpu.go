@@ -10,9 +10,8 @@ import (
 
 // Ranks that share a GPU. Without NVIDIA's MPS the GPU runs one process's
 // context at a time, switching in time slices, so every kernel or copy of
-// a device collective waits for its process's turn: on one H200, 2 ranks'
-// 8-byte device allreduce took 0.45-0.52 ms, and 0.03 ms with an MPS
-// daemon running (docs/design/collectives.md, "Ranks sharing a GPU"). The
+// a device collective waits for its process's turn, an order of magnitude
+// slower than with an MPS daemon (docs/design/collectives.md, "Ranks sharing a GPU"). The
 // IPC-direct engine's set-up finds such ranks (coll/gpu's OnSharedGPU);
 // rank 0 of the communicator then says so once per process, unless an MPS
 // daemon is running.
@@ -39,8 +38,8 @@ func warnSharedGPU() {
 // mpsRunning reports whether an MPS control daemon is running for this
 // process's CUDA clients: its "control" endpoint is in
 // CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps), where the CUDA driver
-// looks for it too. It is a UNIX socket (driver 580 on the GPU machine,
-// session 9) or, in older drivers, a named pipe.
+// looks for it too. It is a UNIX socket in recent drivers or, in older
+// ones, a named pipe.
 func mpsRunning() bool {
 	dir := os.Getenv("CUDA_MPS_PIPE_DIRECTORY")
 	if dir == "" {
