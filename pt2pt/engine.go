@@ -18,8 +18,8 @@ type Options struct {
 	// and sleeping in which each fruitless round gives the processor away
 	// (sched_yield, as Open MPI does when oversubscribed). Sleeping on the
 	// event fd at once costs a wakeup per message, which chains of
-	// dependent messages (a barrier, small allreduces) pay at every step:
-	// 4 ranks on 2 cores took 65-80 µs per barrier that way. Yielding keeps
+	// dependent messages (a barrier, small allreduces) pay at every step.
+	// Yielding keeps
 	// every rank runnable so the peer a message waits for runs at once; the
 	// sleep still comes after YieldRounds, so a long wait does not burn a
 	// core. Zero: no yield phase.
@@ -116,12 +116,10 @@ var schedulerInterval = int64(2 * time.Millisecond)
 // spin of blocking waits, Idle). A goroutine that runs 10 ms without doing so
 // is preempted by the runtime's monitor thread (sysmon); caught inside a C
 // call, where a polling rank spends most of its time, it loses its P, and
-// the monitor, having found work, goes back to waking every 20 µs for some
+// the monitor, having found work, goes back to waking often for some
 // milliseconds. When every core runs a polling rank, each of those wake-ups
-// takes a core from a rank for several microseconds (perf sched on the
-// 2-core machine: 8-byte ping-pong blocks of 1.2–2 µs per message amid
-// 0.42 µs ones). Passing more often costs too: runtime.Gosched wakes an idle
-// P's thread (wakep), which then runs on a core a polling rank needs, so
+// takes a core from a rank. Passing more often costs too: runtime.Gosched
+// wakes an idle P's thread (wakep), which then takes a core a rank needs, so
 // the pass is rationed by time, not done every few rounds (as
 // internal/spin rations the GPU-side polling loops, at a finer interval).
 func (e *Engine) passScheduler() {

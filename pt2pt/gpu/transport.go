@@ -282,8 +282,7 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 // messages (host memory below the rendezvous threshold) straight to the
 // wrapped transport, so a peer's messages keep their order; device memory
 // and longer host messages are declined, and take Isend. Without it every
-// host send on a machine with a GPU driver paid for a request and a pin
-// (8-byte ping-pong on the GPU machine: 1.16–1.31 µs).
+// host send on a machine with a GPU driver would pay for a request and a pin.
 func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if t.imm == nil || m.Kind == pt2pt.Device || m.Len >= t.rndv {
 		return nil, false, nil
@@ -500,9 +499,7 @@ func (t *Transport) SchedulerNeutral() bool {
 // TryRecv receives a short host message inside one call of the wrapped
 // transport when it is there or arrives within that transport's short poll
 // (pt2pt.ImmediateReceiver). Without it every blocking host receive on a
-// machine with a GPU driver paid for a pin, a request and an op record
-// (8-byte ping-pong on the GPU machine: 0.69–1.15 µs before, 0.52–0.66
-// after; 0.52–0.59 µs for the same exchange over ucxbind alone).
+// machine with a GPU driver would pay for a pin, a request and an op record.
 //
 // It matches what Irecv matches, data and descriptors alike, so a sender's
 // messages keep their order. A descriptor (a device sender's IPC or
@@ -868,10 +865,9 @@ func (t *Transport) ProgressFor(p pt2pt.Op) bool {
 // work (a pipelined rendezvous's peer rank in-process, the fake driver's
 // stream goroutines) gets the processor without waiting for the
 // scheduler to preempt a spinning waiter (10 ms). It yields every time,
-// not rationed as package spin's loops are: rationed here, the 8-byte
-// device ping-pong on the GPU machine went from 11.1–11.5 to 13.9 µs
-// (session 5); the poll without a pause seems to hold off whatever
-// completes the pull.
+// not rationed as package spin's loops are: rationed here, a small device
+// ping-pong got slower (the poll without a pause seems to hold off whatever
+// completes the pull).
 func (t *Transport) Idle() {
 	if t.nwork.Load() > 0 {
 		runtime.Gosched()

@@ -109,12 +109,7 @@ func envDefaults(oversubscribed, eager bool) [][2]string {
 		// With more ranks than cores a rendezvous waits for its receiver
 		// to be scheduled (it pulls the data) and its sender for the
 		// receiver's acknowledgement, while an eager message is copied out
-		// by the sender at once. 4 ranks on the 2-core machine, 3
-		// interleaved runs against UCX's own threshold: allgather 16 KiB
-		// 25-33 against 48-50 µs and 64 KiB 62-85 against 85-100, allreduce
-		// 64 KiB 40-64 against 81-108, reduce 64 KiB 14-20 against 19-34;
-		// alltoall 64 KiB lost (66-87 against 56-72), reduce 256 KiB too
-		// (62-71 against 47-63). docs/performance.md, "History".
+		// by the sender at once; up to 128 KiB that wins for most collectives.
 		d = append(d, [2]string{"UCX_RNDV_THRESH", "131072"})
 	} else if eager {
 		// Calibrated (calibrate.go): eager copies beat the rendezvous' CMA
@@ -162,20 +157,14 @@ type Transport struct {
 	tryRecvRounds, tryRecvYields int
 }
 
-// Rounds of TryRecv's poll. An idle round of worker progress takes about
-// 6 ns on the 2-core development machine, so 128 rounds (0.7 µs) ended
-// before the reply of an 8-byte ping-pong in 1-2 % of receives, each of
-// which then paid for a pin and a posted receive; 1024 rounds (about 6 µs)
-// leave a few in 10 000.
+// Rounds of TryRecv's poll: enough to outlast a small ping-pong's reply on
+// one node almost always, since a poll that ends first costs a pin and a
+// posted receive.
 //
 // Ranks that outnumber cores poll 16 rounds, then give the processor away
-// and poll again, up to 64 times (about 64 context switches when the core
-// is shared, 10-15 µs when it is not) before the receive is posted: a peer
+// and poll again, up to 64 times, before the receive is posted: a peer
 // that is not running cannot answer within any poll, and the rank that
-// needs the core to send is most often the one sharing it. 2 ranks on one
-// core, 8-byte ping-pong: 2.6-3.0 µs per message with 128 rounds and no
-// retry, 0.9-1.2 with 16 rounds and retries (Open MPI: 1.5-1.8); barrier
-// 2.2-2.5 → 1.5-1.8 µs (docs/performance.md, "History").
+// needs the core to send is most often the one sharing it.
 const (
 	tryRecvRounds               = 1024
 	tryRecvRoundsOversubscribed = 16
@@ -370,12 +359,8 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 // copy (ucxbind's SendCopy), for pt2pt.ImmediateSender: UCX keeps no
 // reference to m, so a blocking send needs no pin, and unless the queue to
 // the peer is full it completes inside the call, with no request. Longer
-// messages and device memory are declined.
-//
-// Before, TrySend took only what UCX's inline path completes at once (up to
-// 64 bytes over shared memory here), so a 1 KiB blocking send paid a failed
-// try, a pin and a request; 2-rank collectives at 1 KiB, measured on the
-// 2-core machine: allreduce 1.57 µs, allgather 1.46, alltoall 1.43 before.
+// messages and device memory are declined. (UCX's inline path alone takes
+// only tens of bytes, leaving a 1 KiB send to pay for a pin and a request.)
 func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if m.Kind != pt2pt.Host || m.Len > ucxbind.SendCopyMax {
 		return nil, false, nil
@@ -436,8 +421,8 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 // When ranks outnumber cores the poll is short and is repeated
 // (tryRecvYields times) with the processor given away between attempts
 // (sched_yield), as the blocking wait does then: the rank the message
-// comes from usually shares the core and needs it to send (the constants
-// above say what that gained).
+// comes from usually shares the core and needs it to send (see the
+// constants above).
 func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	for i := 0; ; i++ {
 		rv, ok, err := t.tryRecvOnce(m, tag, mask)
