@@ -149,7 +149,7 @@ type mapKey struct {
 	dev    int // ordinal of the context it is opened in
 }
 
-// ipcCache keeps opened IPC mappings (the first open costs ~1.3 ms),
+// ipcCache keeps opened IPC mappings (the first open costs milliseconds),
 // keyed by (peer, buffer id, device): memory freed and reallocated at the
 // same address has a new buffer id, so it is opened afresh, and the old
 // mapping of an overlapping range from that peer is closed at once. At
