@@ -5,17 +5,13 @@
 //
 // Package mpi binds the thread that runs each rank, one core per rank of
 // a node, as mpirun does by default: two ranks that the kernel leaves on
-// one core for a while pay a context switch per message (2 ranks on the
-// 2-core development machine, 8-byte alltoall: 2.4-4.7 µs in a third of
-// the runs unbound, 0.16-0.57 bound; docs/performance.md,
-// "History"). Only that thread is bound: the Go runtime's other threads (the
-// garbage collector's, the monitor) stay free to run anywhere, where
-// binding the whole process made them share the rank's core (an 8-byte
-// message 1.1 µs against 0.2). Where the ranks outnumber the CPUs, every
+// one core for a while pay a context switch per message. Only that thread
+// is bound: the Go runtime's other threads (the garbage collector's, the
+// monitor) stay free to run anywhere, where binding the whole process would
+// make them share the rank's core. Where the ranks outnumber the CPUs, every
 // CPU is shared anyway, and package mpi binds each rank's whole process
-// (BindProcess) to one CPU in turn: left to the kernel, 4 ranks on 2 CPUs
-// ran an 8-byte alltoall in 17-22 µs in most runs, 10-11 when placed
-// (docs/performance.md, "History").
+// (BindProcess) to one CPU in turn, which beats the kernel's placement
+// (docs/design/go-runtime.md, "CPU binding").
 //
 // Layer: a leaf (standard library only).
 package cpubind

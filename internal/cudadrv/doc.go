@@ -27,6 +27,6 @@
 // order; nothing orders two streams but events and flags). Close a Device only
 // when no call on it is in flight.
 //
-// Cost: one Go→C transition per method (about 40 ns on the team's machines)
+// Cost: one Go→C transition per method
 // plus the driver's own cost; hot-path methods do not allocate.
 package cudadrv

@@ -64,8 +64,8 @@ func (m MemoryType) String() string {
 }
 
 // PointerInfo is what the driver knows about an address (one
-// cuPointerGetAttributes call; about 0.16 µs for device pointers and 1 µs for
-// plain host pointers on the H200 machines, so keep it off hot paths).
+// cuPointerGetAttributes call, dearest for plain host pointers, so keep it
+// off hot paths).
 type PointerInfo struct {
 	Type     MemoryType
 	Device   int    // ordinal of the owning device; -1 when unknown
@@ -193,8 +193,8 @@ type Device interface {
 	// IpcGetMemHandle exports the allocation p (the start of a MemAlloc).
 	IpcGetMemHandle(p DevicePtr) (IpcMemHandle, error)
 	// IpcOpenMemHandle maps another process's allocation into this device's
-	// context with lazy peer access. The first open in a process costs ~1.3 ms
-	// on the H200 machines: cache the mapping. The real driver refuses
+	// context with lazy peer access. The first open in a process costs
+	// milliseconds: cache the mapping. The real driver refuses
 	// handles exported by the same process.
 	IpcOpenMemHandle(h IpcMemHandle) (DevicePtr, error)
 	IpcCloseMemHandle(p DevicePtr) error

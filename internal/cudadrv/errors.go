@@ -10,7 +10,7 @@ import (
 type Result int
 
 // CUresult values named by gompix. The numbers are CUDA's (checked against
-// cuda.h by abi_check.c on the GPU machine).
+// cuda.h by abi_check.c).
 const (
 	Success                    Result = 0
 	ErrorInvalidValue          Result = 1

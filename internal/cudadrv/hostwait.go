@@ -7,7 +7,7 @@ import "sync"
 // A stream of package stream waits on flags that only this process's host
 // writes (an enqueued operation's "go" flag). Some driver calls synchronise
 // the whole context: cuIpcCloseMemHandle waits for every stream's work
-// (seen on the GPU machine; lazy kernel loading does the same, which
+// (as observed; lazy kernel loading does the same, which
 // coll/gpu avoids by looking every kernel up at load time), and other
 // driver calls queue behind it. Made while such a wait is outstanding, by
 // the goroutine that would release it or by any goroutine whose driver

@@ -312,7 +312,7 @@ func Discover() (*Topology, error) {
 			}
 		}
 		// Unmatched links can be attributed when NVML names exactly one
-		// GPU reachable over NVLink (the two-GPU machines we run on);
+		// GPU reachable over NVLink (as on two-GPU machines);
 		// with several we cannot tell which link goes where.
 		if unmatched > 0 && len(nvPeers) == 1 && t.Links[i][nvPeers[0]].NVLinks == 0 {
 			t.Links[i][nvPeers[0]].NVLinks = unmatched

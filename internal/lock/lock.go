@@ -7,9 +7,8 @@
 // message has been sent or received through shared memory, those include
 // stores to cache lines the peer process holds, so the release waits for a
 // cross-core transfer. A package mpi collective locks its communicator
-// around each call and releases just after the call's last receive: with
-// that release a plain store, 2-rank broadcasts back to back took up to
-// 40 ns less per call (docs/performance.md, "History").
+// around each call and releases just after the call's last receive, so a
+// plain-store release takes that wait off every small collective.
 //
 // Lock acquires with a compare-and-swap; a contended Lock polls, yielding to
 // other goroutines, then sleeping briefly between attempts (there is no

@@ -11,10 +11,7 @@ import (
 //
 // A CMA read (ReadFrom) costs a system call and the pinning of the remote
 // pages on top of the copy itself, and how much that is depends on the
-// machine: on the 2-vCPU development VM one of 64 KiB took 4.6-6.1 µs
-// against 0.8 µs for a memory copy (a call of any size some 3 µs), on
-// the GPU machine's bare metal 3.1-3.9 µs against 1.6
-// (docs/performance.md, "History"). Where it is dear, UCX's
+// machine (dear on some VMs, cheap on bare metal). Where it is dear, UCX's
 // eager protocol (two plain copies through shared memory, one on each
 // side) beats its rendezvous (one CMA read: pt2pt/ucx), and a 2-rank
 // reduce does better sharing its reads between the two ranks than
@@ -24,8 +21,8 @@ import (
 const (
 	// cmaCostBytes is the size timed: the middle of the range at stake.
 	cmaCostBytes = 64 << 10
-	// cmaSlowRatio separates the two machines measured (5.6-7.6 memory
-	// copies per CMA read against 1.9-2.4).
+	// cmaSlowRatio: memory copies per CMA read above which CMA is dear; it
+	// lies between the ratios of a dear machine and a cheap one.
 	cmaSlowRatio = 4
 )
 

@@ -8,13 +8,9 @@ package shm
 // core (a slot its reader read at an earlier call), the built-in copy's
 // vector stores each first fetch the line from that core, one round trip
 // per line. A string move (REP MOVSB on x86-64 with fast string moves,
-// ERMS) writes whole lines without fetching them. Measured on the 2-core
-// development machine in its slow state (session 13): 64 KiB written by
-// one core and read by the other, 3.1 µs to write and 5.9 until read
-// with the string move, against 11.7 and 14.8 with the built-in copy;
-// 16 KiB 1.2 and 2.4 against 3.2 and 4.3; 256 KiB 12 and 26 against 37
-// and 47. From 1 MiB the built-in copy's non-temporal stores did as
-// well, and below 1 KiB its start costs less (copyStringMin,
+// ERMS) writes whole lines without fetching them. From 1 MiB the built-in
+// copy's non-temporal stores do as well, and below 1 KiB its start costs
+// less (copyStringMin,
 // copyStringMax).
 func Copy(dst, src []byte) int {
 	n := min(len(dst), len(src))

@@ -6,9 +6,7 @@
 // thread (the runtime's wakep), which then spins on another core looking
 // for work and may take the polling goroutine over (a thread migration).
 // Called every few polling rounds, that costs a thread wake-up every few
-// microseconds: on the GPU machine the stream engine's progress goroutine
-// ran an enqueued exchange loop in 38–41 µs with its 32 Ps and in 31–39 µs
-// with GOMAXPROCS=1, where there is no idle P to wake (docs/performance.md, "History").
+// microseconds, which slows the loop itself down.
 // A Yielder steps aside at most once per Interval, and every
 // time when GOMAXPROCS is 1, where stepping aside is the only way another
 // goroutine runs and wakes nobody.
