@@ -7,7 +7,7 @@
 // operations are missing.
 //
 // The CUDA source is src/reduce.cu. gen.sh (go generate, run where nvcc
-// exists: the GPU machine, via scripts/device-check.sh gen) compiles it to
+// exists, e.g. via scripts/device-check.sh gen) compiles it to
 // PTX for compute_80 and a cubin for sm_90, committed under images/ and
 // embedded (images_gen.go). Load picks the cubin on sm_90, the PTX through
 // the driver's JIT otherwise, and NVRTC on the embedded source if the driver

@@ -173,10 +173,7 @@ func (d *deviceBuffer[T]) Check(n int, value func(int) int64) int {
 // A host buffer's allocation ends with a garbage collection. The buffers
 // are most of the heap, so the collector's first cycle otherwise starts
 // soon after they are allocated, inside the first message size's timed
-// loop: its mark phase (5-7 ms on the 2-core development machine) takes a
-// core from the polling ranks. Measured there, 2 ranks, 8-byte allgather
-// as the first size of -m 8:1048576: 0.72-1.87 µs, against 0.66-0.77 with
-// -m 8:8 (a heap too small to start the collector).
+// loop, where its mark phase takes a core from the polling ranks.
 func allocBuffer(d Datatype, p Placement, n int) (benchBuffer, error) {
 	switch p {
 	case Host, "":

@@ -18,10 +18,8 @@ import (
 // Why: a cgo call brackets the C function with the runtime's system-call
 // transitions, so that the scheduler can hand the goroutine's P to another
 // thread while C runs. For a call that lasts well under a microsecond the
-// transitions are most of the cost: an 8-byte ping-pong written in C over
-// the same gx.c calls runs at 0.27–0.33 µs per message on the development
-// machine and the same loop driven from Go over cgo at 0.45–0.50
-// (docs/design/go-runtime.md). The trampoline only switches to a C stack, calls,
+// transitions are most of the cost (docs/design/go-runtime.md, "Fast calls").
+// The trampoline only switches to a C stack, calls,
 // and switches back.
 //
 // The stack: each Worker maps its own C stack (fcStackSize, below a guard
