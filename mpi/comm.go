@@ -363,7 +363,37 @@ func (c *Comm) post(op string, b Buffer, start func(m pt2pt.Mem) (pt2pt.Request,
 }
 
 func (c *Comm) isend(op string, b Buffer, dest, tag int, sync bool) (*Request, error) {
+	if !sync {
+		// A short message goes out from a copy inside one transport call,
+		// as Send's does: no pin, and usually a request complete at once.
+		if req, ok, err := c.tryIsend(op, b, dest, tag); ok || err != nil {
+			return req, err
+		}
+	}
 	return c.post(op, b, func(m pt2pt.Mem) (pt2pt.Request, error) { return c.pc.PostIsend(m, dest, tag, sync) })
+}
+
+// tryIsend is isend's attempt through the transport's immediate send
+// (pt2pt's PostTrySend); false when the transport declined and nothing was
+// posted.
+func (c *Comm) tryIsend(op string, b Buffer, dest, tag int) (*Request, bool, error) {
+	if err := c.check(op); err != nil {
+		return nil, false, err
+	}
+	if err := checkBuf(op, b); err != nil {
+		return nil, false, err
+	}
+	r, sent, err := c.pc.PostTrySend(b.mem(), dest, tag)
+	if err != nil || !sent {
+		return nil, false, err
+	}
+	req := &Request{r: r, p2p: true, elemSize: b.Type().Size(), life: c.life}
+	if r.Done() {
+		// Left already: complete now (releasing any transport op).
+		st, err := r.Wait()
+		req.complete(st, err)
+	}
+	return req, true, nil
 }
 
 func (c *Comm) irecv(op string, b Buffer, src, tag int) (*Request, error) {

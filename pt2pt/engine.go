@@ -556,6 +556,22 @@ func (c *Comm) TrySendColl(m Mem, dest, tag int) (*Request, bool, error) {
 	return &Request{op: op, comm: c, dest: dest}, true, nil
 }
 
+// PostTrySend is TrySend for a nonblocking send (MPI_Isend of a short host
+// message): it does not wait. When sent, the Request it returns is either
+// done (the message left inside the call) or holds the transport's
+// operation still queued; m is free either way, so the caller pins nothing.
+// When not sent, nothing was posted and the caller uses PostIsend.
+func (c *Comm) PostTrySend(m Mem, dest, tag int) (Request, bool, error) {
+	op, sent, err := c.trySend(m, dest, tag, c.ctx, "isend")
+	switch {
+	case err != nil || !sent:
+		return Request{}, sent, err
+	case op == nil:
+		return Request{comm: c, dest: dest, done: true}, true, nil
+	}
+	return Request{op: op, comm: c, dest: dest}, true, nil
+}
+
 // trySend is TrySend and TrySendColl: when sent, op is the transport's
 // operation still holding the message queued, or nil when it is gone (also
 // for ProcNull). It builds no Request: the blocking send's common case
