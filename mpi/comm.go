@@ -387,13 +387,9 @@ func (c *Comm) tryIsend(op string, b Buffer, dest, tag int) (*Request, bool, err
 	if err != nil || !sent {
 		return nil, false, err
 	}
-	req := &Request{r: r, p2p: true, elemSize: b.Type().Size(), life: c.life}
-	if r.Done() {
-		// Left already: complete now (releasing any transport op).
-		st, err := r.Wait()
-		req.complete(st, err)
-	}
-	return req, true, nil
+	// Even when the message has left, the request stays active until the
+	// application waits for it (Waitany and Testany count it).
+	return &Request{r: r, p2p: true, elemSize: b.Type().Size(), life: c.life}, true, nil
 }
 
 func (c *Comm) irecv(op string, b Buffer, src, tag int) (*Request, error) {
