@@ -244,7 +244,7 @@ var (
 // check refuses the zero Op.
 func (op *Op) check(name string) error {
 	if !op.ok {
-		return &pt2pt.OpError{Op: name, Class: ErrOp, Err: fmt.Errorf("the zero mpi.Op is no operation (use mpi.Sum, mpi.NewOp, ...)")}
+		return &Error{Op: name, Class: ErrOp, Err: fmt.Errorf("the zero mpi.Op is no operation (use mpi.Sum, mpi.NewOp, ...)")}
 	}
 	return nil
 }
@@ -312,14 +312,14 @@ func overlapBytes(a, b []byte) bool {
 
 // countErr is a collective's ErrCount.
 func countErr(name, format string, args ...any) error {
-	return &pt2pt.OpError{Op: name, Class: ErrCount, Err: fmt.Errorf(format, args...)}
+	return &Error{Op: name, Class: ErrCount, Err: fmt.Errorf(format, args...)}
 }
 
 // recvInPlace refuses InPlace as a receive buffer (only Scatter's root may
 // pass it there).
 func recvInPlace(name string, recv Buffer) error {
 	if isInPlace(recv) {
-		return &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace as the receive buffer")}
+		return &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace as the receive buffer")}
 	}
 	return nil
 }
@@ -352,7 +352,7 @@ func typeOf(name string, a, b *bufInfo) (dtype.Type, error) {
 	case a.none:
 		return b.t, nil
 	case !b.none && a.t != b.t:
-		return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", a.t, b.t)}
+		return 0, &Error{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", a.t, b.t)}
 	}
 	return a.t, nil
 }
@@ -373,7 +373,7 @@ func (c *Comm) checkColl(name string) error {
 		return err
 	}
 	if c.pc.Freed() {
-		return &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
+		return &Error{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
 	return nil
 }
@@ -512,8 +512,11 @@ func wrapColl(name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := err.(*pt2pt.OpError); ok {
+	switch err.(type) {
+	case *Error:
 		return err
+	case *pt2pt.OpError:
+		return face(err)
 	}
 	return fmt.Errorf("mpi: %s: %w", name, err)
 }
@@ -571,7 +574,7 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 // the buffers live on (callDevice), for start.
 func pairArgs(name string, send, recv Buffer, div int, recvSig, full bool) (sb, rb []byte, count int, t dtype.Type, ord int, err error) {
 	if send == nil {
-		return nil, nil, 0, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
+		return nil, nil, 0, 0, 0, &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
 	if err = recvInPlace(name, recv); err != nil {
 		return
@@ -871,7 +874,7 @@ func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root in
 // significant at the root only (root); ord as for pairArgs.
 func scatterArgs(name string, send, recv Buffer, root bool) (sb, rb []byte, t dtype.Type, ord int, err error) {
 	if recv == nil {
-		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil receive buffer (use mpi.InPlace at the root)")}
+		err = &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil receive buffer (use mpi.InPlace at the root)")}
 		return
 	}
 	var sd, rd bufInfo
@@ -899,7 +902,7 @@ func convertPair(name string, send, recv Buffer, sd, rd *bufInfo, both bool) (sb
 		return
 	}
 	if both && overlapBytes(sb, rb) {
-		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: errOverlap}
+		err = &Error{Op: name, Class: ErrBuffer, Err: errOverlap}
 	}
 	return
 }

@@ -135,7 +135,7 @@ func devError(op string, class error, err error) error {
 			class = ErrArg
 		}
 	}
-	return &pt2pt.OpError{Op: op, Class: class, Err: err}
+	return &Error{Op: op, Class: class, Err: err}
 }
 
 // DeviceCount is the number of GPUs this process can use; 0 without a

@@ -68,7 +68,7 @@ type Stream struct {
 }
 
 func streamErr(op string, class, err error) error {
-	return &pt2pt.OpError{Op: op, Class: class, Err: err}
+	return &Error{Op: op, Class: class, Err: err}
 }
 
 // NewStream creates a CUDA stream on the current device (CurrentDevice),
