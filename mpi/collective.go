@@ -254,7 +254,7 @@ func (op *Op) check(name string) error {
 // ranks. Non-commutative operations are applied in rank order. Using the
 // op with buffers of another element type is an ErrOp.
 func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
-	want := TypeOf[T]()
+	want := dtypeOf[T]()
 	var z T
 	esz := int(unsafe.Sizeof(z))
 	return Op{coll.Op{
@@ -279,7 +279,7 @@ func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
 type inPlace struct{}
 
 func (inPlace) Len() int              { return 0 }
-func (inPlace) Type() dtype.Type      { return dtype.Byte }
+func (inPlace) Type() Type            { return Type{dtype.Byte} }
 func (inPlace) mem() pt2pt.Mem        { return pt2pt.Mem{} }
 func (inPlace) pin(*runtime.Pinner)   {}
 func (inPlace) hostBytes() []byte     { return nil }

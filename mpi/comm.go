@@ -116,7 +116,7 @@ func toStatus(st pt2pt.Status, elemSize int) Status {
 // statuses from Probe, which know no buffer type), or Undefined when it is
 // not a whole number of them.
 func CountOf[T Elem](s Status) int {
-	size := TypeOf[T]().Size()
+	size := dtypeOf[T]().Size()
 	if s.Bytes%size != 0 {
 		return Undefined
 	}
