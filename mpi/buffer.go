@@ -23,7 +23,7 @@ type Elem interface {
 }
 
 // Type is an element type: what Buffer.Type and TypeOf report. Types are
-// comparable; the zero Type is int8's.
+// comparable; the zero Type is untyped bytes (InPlace's).
 type Type struct{ t dtype.Type }
 
 // Size is the size of one element in bytes.
