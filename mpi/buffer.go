@@ -22,8 +22,20 @@ type Elem interface {
 		Float16 | BFloat16 | float32 | float64 | complex64 | complex128
 }
 
-// TypeOf returns the dtype of element type T (int and uint are 64-bit).
-func TypeOf[T Elem]() dtype.Type {
+// Type is an element type: what Buffer.Type and TypeOf report. Types are
+// comparable; the zero Type is untyped bytes (InPlace's).
+type Type struct{ t dtype.Type }
+
+// Size is the size of one element in bytes.
+func (t Type) Size() int { return t.t.Size() }
+
+func (t Type) String() string { return t.t.String() }
+
+// TypeOf returns the element type T (int and uint are 64-bit).
+func TypeOf[T Elem]() Type { return Type{dtypeOf[T]()} }
+
+// dtypeOf is TypeOf for the layers below.
+func dtypeOf[T Elem]() dtype.Type {
 	var z T
 	switch any(z).(type) {
 	case int8:
@@ -64,7 +76,7 @@ type Buffer interface {
 	// Len is the number of elements.
 	Len() int
 	// Type is the element type.
-	Type() dtype.Type
+	Type() Type
 	mem() pt2pt.Mem
 	// pin pins Go memory for the duration of a nonblocking operation.
 	pin(p *runtime.Pinner)
@@ -107,8 +119,8 @@ func describe(b Buffer, i *bufInfo) {
 // HostBuffer is a Buffer over a Go slice.
 type HostBuffer[T Elem] struct {
 	s []T
-	// t is TypeOf[T](), when typed (set by Slice; a zero HostBuffer is
-	// not): TypeOf's type switch runs on the runtime type in generic code,
+	// t is dtypeOf[T](), when typed (set by Slice; a zero HostBuffer is
+	// not): dtypeOf's type switch runs on the runtime type in generic code,
 	// a few ns per call on every collective's path.
 	t     dtype.Type
 	typed bool
@@ -117,7 +129,7 @@ type HostBuffer[T Elem] struct {
 // Slice wraps a Go slice as a message buffer. The buffer aliases s.
 func Slice[T Elem](s []T) *HostBuffer[T] {
 	b := &HostBuffer[T]{s: s}
-	b.t, b.typed = TypeOf[T](), true
+	b.t, b.typed = dtypeOf[T](), true
 	return b
 }
 
@@ -128,11 +140,13 @@ func (b *HostBuffer[T]) Data() []T { return b.s }
 func (b *HostBuffer[T]) Len() int { return len(b.s) }
 
 // Type is the element type.
-func (b *HostBuffer[T]) Type() dtype.Type {
+func (b *HostBuffer[T]) Type() Type { return Type{b.dtype()} }
+
+func (b *HostBuffer[T]) dtype() dtype.Type {
 	if b.typed {
 		return b.t
 	}
-	return TypeOf[T]()
+	return dtypeOf[T]()
 }
 
 func (b *HostBuffer[T]) mem() pt2pt.Mem {
@@ -160,5 +174,5 @@ func (b *HostBuffer[T]) hostBytes() []byte {
 func (b *HostBuffer[T]) slice(off, n int) Buffer { return Slice(b.s[off : off+n]) }
 
 func (b *HostBuffer[T]) info() ([]byte, int, dtype.Type, int, bool) {
-	return b.hostBytes(), len(b.s), b.Type(), -1, false
+	return b.hostBytes(), len(b.s), b.dtype(), -1, false
 }

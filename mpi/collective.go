@@ -243,7 +243,7 @@ var (
 // check refuses the zero Op.
 func (op *Op) check(name string) error {
 	if !op.ok {
-		return &pt2pt.OpError{Op: name, Class: ErrOp, Err: fmt.Errorf("the zero mpi.Op is no operation (use mpi.Sum, mpi.NewOp, ...)")}
+		return &Error{Op: name, Class: ErrOp, Err: fmt.Errorf("the zero mpi.Op is no operation (use mpi.Sum, mpi.NewOp, ...)")}
 	}
 	return nil
 }
@@ -253,7 +253,7 @@ func (op *Op) check(name string) error {
 // ranks. Non-commutative operations are applied in rank order. Using the
 // op with buffers of another element type is an ErrOp.
 func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
-	want := TypeOf[T]()
+	want := dtypeOf[T]()
 	var z T
 	esz := int(unsafe.Sizeof(z))
 	return Op{coll.Op{
@@ -278,7 +278,7 @@ func NewOp[T Elem](f func(in, inout []T), commutative bool) Op {
 type inPlace struct{}
 
 func (inPlace) Len() int              { return 0 }
-func (inPlace) Type() dtype.Type      { return dtype.Byte }
+func (inPlace) Type() Type            { return Type{dtype.Byte} }
 func (inPlace) mem() pt2pt.Mem        { return pt2pt.Mem{} }
 func (inPlace) pin(*runtime.Pinner)   {}
 func (inPlace) hostBytes() []byte     { return nil }
@@ -311,14 +311,14 @@ func overlapBytes(a, b []byte) bool {
 
 // countErr is a collective's ErrCount.
 func countErr(name, format string, args ...any) error {
-	return &pt2pt.OpError{Op: name, Class: ErrCount, Err: fmt.Errorf(format, args...)}
+	return &Error{Op: name, Class: ErrCount, Err: fmt.Errorf(format, args...)}
 }
 
 // recvInPlace refuses InPlace as a receive buffer (only Scatter's root may
 // pass it there).
 func recvInPlace(name string, recv Buffer) error {
 	if isInPlace(recv) {
-		return &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace as the receive buffer")}
+		return &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace as the receive buffer")}
 	}
 	return nil
 }
@@ -351,7 +351,7 @@ func typeOf(name string, a, b *bufInfo) (dtype.Type, error) {
 	case a.none:
 		return b.t, nil
 	case !b.none && a.t != b.t:
-		return 0, &pt2pt.OpError{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", a.t, b.t)}
+		return 0, &Error{Op: name, Class: ErrType, Err: fmt.Errorf("send buffer of %v, receive buffer of %v", a.t, b.t)}
 	}
 	return a.t, nil
 }
@@ -372,7 +372,7 @@ func (c *Comm) checkColl(name string) error {
 		return err
 	}
 	if c.pc.Freed() {
-		return &pt2pt.OpError{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
+		return &Error{Op: name, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
 	return nil
 }
@@ -511,8 +511,11 @@ func wrapColl(name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := err.(*pt2pt.OpError); ok {
+	switch err.(type) {
+	case *Error:
 		return err
+	case *pt2pt.OpError:
+		return face(err)
 	}
 	return fmt.Errorf("mpi: %s: %w", name, err)
 }
@@ -570,7 +573,7 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 // the buffers live on (callDevice), for start.
 func pairArgs(name string, send, recv Buffer, div int, recvSig, full bool) (sb, rb []byte, count int, t dtype.Type, ord int, err error) {
 	if send == nil {
-		return nil, nil, 0, 0, 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
+		return nil, nil, 0, 0, 0, &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil send buffer (use mpi.InPlace)")}
 	}
 	if err = recvInPlace(name, recv); err != nil {
 		return
@@ -870,7 +873,7 @@ func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root in
 // significant at the root only (root); ord as for pairArgs.
 func scatterArgs(name string, send, recv Buffer, root bool) (sb, rb []byte, t dtype.Type, ord int, err error) {
 	if recv == nil {
-		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil receive buffer (use mpi.InPlace at the root)")}
+		err = &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("nil receive buffer (use mpi.InPlace at the root)")}
 		return
 	}
 	var sd, rd bufInfo
@@ -898,7 +901,7 @@ func convertPair(name string, send, recv Buffer, sd, rd *bufInfo, both bool) (sb
 		return
 	}
 	if both && overlapBytes(sb, rb) {
-		err = &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: errOverlap}
+		err = &Error{Op: name, Class: ErrBuffer, Err: errOverlap}
 	}
 	return
 }

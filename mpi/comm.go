@@ -115,7 +115,7 @@ func toStatus(st pt2pt.Status, elemSize int) Status {
 // statuses from Probe, which know no buffer type), or Undefined when it is
 // not a whole number of them.
 func CountOf[T Elem](s Status) int {
-	size := TypeOf[T]().Size()
+	size := dtypeOf[T]().Size()
 	if s.Bytes%size != 0 {
 		return Undefined
 	}
@@ -141,7 +141,7 @@ type Request struct {
 // (nil before).
 func (r *Request) ended(op string) error {
 	if r.life != nil && r.life.ended.Load() {
-		return &pt2pt.OpError{Op: op, Class: ErrNotInitialized}
+		return &Error{Op: op, Class: ErrNotInitialized}
 	}
 	return nil
 }
@@ -151,14 +151,14 @@ func (r *Request) complete(st pt2pt.Status, err error) (Status, error) {
 	unpin(r.pinner)
 	r.pinner = nil
 	r.status = toStatus(st, r.elemSize)
-	r.err = err
-	return r.status, err
+	r.err = face(err)
+	return r.status, r.err
 }
 
 // Wait blocks until the operation completes and returns its status.
 func (r *Request) Wait() (Status, error) {
 	if r == nil {
-		return Status{}, &pt2pt.OpError{Op: "wait", Class: ErrRequest}
+		return Status{}, &Error{Op: "wait", Class: ErrRequest}
 	}
 	if r.done {
 		return r.status, r.err
@@ -176,7 +176,7 @@ func (r *Request) Wait() (Status, error) {
 // Test reports whether the operation has completed, making progress.
 func (r *Request) Test() (bool, Status, error) {
 	if r == nil {
-		return false, Status{}, &pt2pt.OpError{Op: "test", Class: ErrRequest}
+		return false, Status{}, &Error{Op: "test", Class: ErrRequest}
 	}
 	if r.done {
 		return true, r.status, r.err
@@ -324,19 +324,19 @@ func (c *Comm) check(op string) error {
 
 func (c *Comm) badComm(op string) error {
 	if c != nil && c.life != nil && c.life.ended.Load() {
-		return &pt2pt.OpError{Op: op, Class: ErrNotInitialized}
+		return &Error{Op: op, Class: ErrNotInitialized}
 	}
-	return &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+	return &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
 }
 
 // checkBuf refuses a missing buffer and InPlace where a call has memory of
 // its own to send or receive.
 func checkBuf(op string, b Buffer) error {
 	if b == nil {
-		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
+		return &Error{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
 	}
 	if _, ok := b.(inPlace); ok {
-		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace is not a buffer here")}
+		return &Error{Op: op, Class: ErrBuffer, Err: fmt.Errorf("mpi.InPlace is not a buffer here")}
 	}
 	return nil
 }
@@ -356,7 +356,7 @@ func (c *Comm) post(op string, b Buffer, start func(m pt2pt.Mem) (pt2pt.Request,
 	r, err := start(b.mem())
 	if err != nil {
 		req.complete(pt2pt.Status{}, nil)
-		return nil, err
+		return nil, face(err)
 	}
 	req.r, req.p2p = r, true
 	return req, nil
@@ -408,12 +408,12 @@ func (c *Comm) Send(buf Buffer, dest, tag int) error {
 	// reference to the buffer, so it needs no pin (pinning costs more than
 	// such a message's whole send).
 	if sent, err := c.pc.TrySend(buf.mem(), dest, tag); sent || err != nil {
-		return err
+		return face(err)
 	}
 	p := pinBuffers(buf)
 	err := c.pc.Send(buf.mem(), dest, tag, false)
 	unpin(p)
-	return err
+	return face(err)
 }
 
 // Ssend sends in synchronous mode: it returns once the receiver has
@@ -447,7 +447,7 @@ func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
 		unpin(p)
 	}
 	s.set(st, buf.Type().Size())
-	return s, err
+	return s, face(err)
 }
 
 // Isend starts a standard-mode send.
@@ -485,13 +485,13 @@ func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, 
 	}
 	sm, rm := sendbuf.mem(), recvbuf.mem()
 	if overlap(sm.Ptr, sm.Len, rm.Ptr, rm.Len) {
-		return Status{}, &pt2pt.OpError{Op: "sendrecv", Class: ErrBuffer, Err: errOverlap}
+		return Status{}, &Error{Op: "sendrecv", Class: ErrBuffer, Err: errOverlap}
 	}
 	if err := c.pc.CheckRecv("sendrecv", rm, src, recvtag); err != nil {
-		return Status{}, err
+		return Status{}, face(err)
 	}
 	if sent, err := c.pc.TrySend(sm, dest, sendtag); err != nil {
-		return Status{}, err
+		return Status{}, face(err)
 	} else if sent {
 		return c.Recv(recvbuf, src, recvtag)
 	}
@@ -520,7 +520,7 @@ func (c *Comm) Probe(src, tag int) (Status, error) {
 		return Status{}, err
 	}
 	st, err := c.pc.Probe(src, tag)
-	return toStatus(st, 1), err
+	return toStatus(st, 1), face(err)
 }
 
 // Iprobe is the nonblocking Probe.
@@ -529,5 +529,5 @@ func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
 		return Status{}, false, err
 	}
 	st, ok, err := c.pc.Iprobe(src, tag)
-	return toStatus(st, 1), ok, err
+	return toStatus(st, 1), ok, face(err)
 }

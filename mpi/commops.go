@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-
-	"github.com/gompix/gompix/pt2pt"
 )
 
 // Creating a communicator is collective over the parent. Context ids are
@@ -77,7 +75,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		return nil, err
 	}
 	if color < 0 && color != Undefined {
-		return nil, &pt2pt.OpError{Op: "comm split", Class: ErrArg, Err: fmt.Errorf("negative color %d", color)}
+		return nil, &Error{Op: "comm split", Class: ErrArg, Err: fmt.Errorf("negative color %d", color)}
 	}
 	all, err := c.allgatherInts([]int{color, key})
 	if err != nil {
@@ -142,19 +140,19 @@ func (c *Comm) Free() error {
 	// working.
 	switch {
 	case c.pc == c.pc.Engine().World():
-		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("the world communicator cannot be freed")}
+		return &Error{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("the world communicator cannot be freed")}
 	case c.pc.Freed():
-		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("communicator already freed")}
+		return &Error{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("communicator already freed")}
 	}
 	// Free is collective: the device engine's barrier is taken here, with
 	// every rank in the call, even when the release itself is left to the
 	// last collective in flight.
 	if err := c.directBarrier(); err != nil {
-		return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
+		return &Error{Op: "comm free", Class: ErrOther, Err: err}
 	}
 	if !c.pending.deferRelease() {
 		if err := c.releaseColl(); err != nil {
-			return &pt2pt.OpError{Op: "comm free", Class: ErrOther, Err: err}
+			return &Error{Op: "comm free", Class: ErrOther, Err: err}
 		}
 	}
 	return c.pc.Free()

@@ -58,9 +58,9 @@ func callDevice(name string, a, b *bufInfo) (int, error) {
 	case da < 0 && db < 0:
 		return -1, nil // the common case: host memory (or nothing)
 	case da >= 0 && db >= 0 && da != db:
-		return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("buffers on devices %d and %d", da, db)}
+		return 0, &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("buffers on devices %d and %d", da, db)}
 	case da == -1 || db == -1:
-		return 0, &pt2pt.OpError{Op: name, Class: ErrBuffer, Err: fmt.Errorf("host and device buffers mixed in one collective; pass device buffers for all of them")}
+		return 0, &Error{Op: name, Class: ErrBuffer, Err: fmt.Errorf("host and device buffers mixed in one collective; pass device buffers for all of them")}
 	}
 	return max(da, db), nil
 }
@@ -82,7 +82,7 @@ func (i *bufInfo) deviceKind() int {
 func deviceBytes(b Buffer) ([]byte, error) {
 	m := b.mem()
 	if m.Len > 0 && m.Ptr == nil {
-		return nil, &pt2pt.OpError{Op: "collective", Class: ErrBuffer, Err: fmt.Errorf("device buffer used after Free")}
+		return nil, &Error{Op: "collective", Class: ErrBuffer, Err: fmt.Errorf("device buffer used after Free")}
 	}
 	if m.Len == 0 {
 		return empty, nil

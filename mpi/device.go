@@ -16,10 +16,10 @@ import (
 )
 
 // ErrNoGPU matches (errors.Is) the error of every device call in a process
-// that has no usable CUDA driver or no GPU. It is cudadrv.ErrNoDriver, so the
-// driver's own report (library missing, build without cgo, no device) stays
-// underneath for the message.
-var ErrNoGPU = cudadrv.ErrNoDriver
+// that has no usable CUDA driver or no GPU. It is the driver layer's own
+// value, so the driver's report (library missing, build without cgo, no
+// device) stays underneath for the message.
+var ErrNoGPU error = cudadrv.ErrNoDriver
 
 // openGPU opens the CUDA driver. It is a variable so that tests install a
 // host-memory fake (package cudadrv/fake) before the first device call; it is
@@ -135,7 +135,7 @@ func devError(op string, class error, err error) error {
 			class = ErrArg
 		}
 	}
-	return &pt2pt.OpError{Op: op, Class: class, Err: err}
+	return &Error{Op: op, Class: class, Err: err}
 }
 
 // DeviceCount is the number of GPUs this process can use; 0 without a
@@ -253,7 +253,7 @@ func (b *DeviceBuffer[T]) Len() int {
 }
 
 // Type is the element type.
-func (b *DeviceBuffer[T]) Type() dtype.Type { return TypeOf[T]() }
+func (b *DeviceBuffer[T]) Type() Type { return TypeOf[T]() }
 
 // Device is the ordinal of the GPU holding the buffer (-1 for a nil buffer).
 func (b *DeviceBuffer[T]) Device() int {
@@ -437,7 +437,7 @@ func (b *DeviceBuffer[T]) pin(*runtime.Pinner) {}
 func (b *DeviceBuffer[T]) hostBytes() []byte { return nil }
 
 func (b *DeviceBuffer[T]) info() ([]byte, int, dtype.Type, int, bool) {
-	return nil, b.Len(), TypeOf[T](), b.Device(), false
+	return nil, b.Len(), dtypeOf[T](), b.Device(), false
 }
 
 // slice is Slice without checks, for callers (collectives) that have

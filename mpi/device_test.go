@@ -13,7 +13,6 @@ import (
 
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/cudadrv/fake"
-	"github.com/gompix/gompix/internal/dtype"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
 )
@@ -141,7 +140,7 @@ func TestDeviceBufferInterface(t *testing.T) {
 	var p runtime.Pinner
 	buf.pin(&p) // no-op: must not touch the fake address
 	p.Unpin()
-	if buf.Type() != dtype.Complex64 || buf.Len() != 10 {
+	if buf.Type() != TypeOf[complex64]() || buf.Len() != 10 {
 		t.Errorf("Type %v Len %d", buf.Type(), buf.Len())
 	}
 	v := buf.slice(3, 4)

@@ -100,7 +100,7 @@ func sameElems[T Elem](got, want []T) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%d elements, want %d", len(got), len(want))
 	}
-	t := TypeOf[T]()
+	t := dtypeOf[T]()
 	for i := range got {
 		g := unsafe.Slice((*byte)(unsafe.Pointer(&got[i])), t.Size())
 		w := unsafe.Slice((*byte)(unsafe.Pointer(&want[i])), t.Size())
@@ -297,7 +297,7 @@ func collSuite[T Elem](w *Comm, count int, big bool, op Op, prod bool) error {
 // opsFor are the predefined ops the kernels have for T, with whether the
 // data must avoid growth (prod).
 func everyOp[T Elem](w *Comm, count int) error {
-	t := TypeOf[T]()
+	t := dtypeOf[T]()
 	for _, o := range []struct {
 		op Op
 		d  dtype.Op

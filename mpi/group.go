@@ -2,8 +2,6 @@ package mpi
 
 import (
 	"fmt"
-
-	"github.com/gompix/gompix/pt2pt"
 )
 
 // Group is an ordered set of processes, identified by world rank (MPI
@@ -36,7 +34,7 @@ func (g *Group) Rank() int {
 }
 
 func groupErr(op, format string, args ...any) error {
-	return &pt2pt.OpError{Op: op, Class: ErrRank, Err: fmt.Errorf(format, args...)}
+	return &Error{Op: op, Class: ErrRank, Err: fmt.Errorf(format, args...)}
 }
 
 // Incl is the group of g's members at ranks, in that order.

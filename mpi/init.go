@@ -83,11 +83,11 @@ func Init() error {
 // initErr is Init's error of class (a more fitting one where err carries
 // one already).
 func initErr(class error, err error) error {
-	var oe *pt2pt.OpError
+	var oe *Error
 	if errors.As(err, &oe) && oe.Op == "init" {
 		return err
 	}
-	return &pt2pt.OpError{Op: "init", Class: class, Err: err}
+	return &Error{Op: "init", Class: class, Err: err}
 }
 
 // configErr is the error of a bad GOMPIX_* setting: an invalid argument.
@@ -244,7 +244,7 @@ func Finalize() error {
 	initMu.Lock()
 	defer initMu.Unlock()
 	if cur == nil {
-		return &pt2pt.OpError{Op: "finalize", Class: ErrNotInitialized}
+		return &Error{Op: "finalize", Class: ErrNotInitialized}
 	}
 	s := cur
 	cur = nil
@@ -256,7 +256,7 @@ func Finalize() error {
 	s.world.end()
 	last = s.world
 	if err := s.close(); err != nil {
-		return &pt2pt.OpError{Op: "finalize", Class: ErrOther, Err: err}
+		return &Error{Op: "finalize", Class: ErrOther, Err: err}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gompix/gompix/internal/cudadrv"
-	"github.com/gompix/gompix/pt2pt"
 )
 
 // Robustness: bad calls are refused with an MPI error class, before they
@@ -395,9 +394,9 @@ func TestErrorMessages(t *testing.T) {
 	if !isClass(err, ErrArg) || !strings.Contains(err.Error(), "GOMPIX_BIND") {
 		t.Errorf("bad GOMPIX_BIND: %v, want ErrArg naming the variable", err)
 	}
-	var oe *pt2pt.OpError
+	var oe *Error
 	if !errors.As(err, &oe) {
-		t.Errorf("bad GOMPIX_BIND: %T, want an *OpError", err)
+		t.Errorf("bad GOMPIX_BIND: %T, want an *Error", err)
 	}
 	if err := Finalize(); err == nil || strings.Contains(err.Error(), "known error not in this list") {
 		t.Errorf("Finalize before Init: %v", err)

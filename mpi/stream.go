@@ -68,7 +68,7 @@ type Stream struct {
 }
 
 func streamErr(op string, class, err error) error {
-	return &pt2pt.OpError{Op: op, Class: class, Err: err}
+	return &Error{Op: op, Class: class, Err: err}
 }
 
 // NewStream creates a CUDA stream on the current device (CurrentDevice),
@@ -305,10 +305,10 @@ func (s *Stream) ReduceLocal(in, inout Buffer, op Op) error {
 	if op.c.User != nil || op.c.Builtin == dtype.Avg {
 		return streamErr(name, ErrOp, fmt.Errorf("only predefined operations other than avg run as device kernels"))
 	}
-	if !op.c.Builtin.Supports(in.Type()) {
+	if !op.c.Builtin.Supports(in.Type().t) {
 		return streamErr(name, ErrOp, fmt.Errorf("%v on %v", op.c.Builtin, in.Type()))
 	}
-	if err := s.eng.LaunchReduce(s.dev, s.h, op.c.Builtin, in.Type(), ip, op2, in.Len()); err != nil {
+	if err := s.eng.LaunchReduce(s.dev, s.h, op.c.Builtin, in.Type().t, ip, op2, in.Len()); err != nil {
 		return devError(name, ErrOther, err)
 	}
 	return nil

@@ -69,16 +69,16 @@ func (c *StreamComm) enqueue(s *Stream, op stream.Op) error {
 // synchronize the stream first.
 func (c *StreamComm) Free() error {
 	if c == nil || c.Comm == nil {
-		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+		return &Error{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("nil communicator")}
 	}
 	if c.pending != nil {
 		if n := c.pending.Load(); n > 0 {
-			return &pt2pt.OpError{Op: "comm free", Class: ErrPending,
+			return &Error{Op: "comm free", Class: ErrPending,
 				Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", n)}
 		}
 	}
 	if n := c.Comm.directOnStream(); n > 0 {
-		return &pt2pt.OpError{Op: "comm free", Class: ErrPending,
+		return &Error{Op: "comm free", Class: ErrPending,
 			Err: fmt.Errorf("%d enqueued collectives not complete; synchronize the stream first", n)}
 	}
 	return c.Comm.Free()
@@ -161,7 +161,7 @@ func (c *Comm) prepareDeviceCollectives(ord int) error {
 		case o == failed && lerr != nil:
 			return lerr
 		case o == failed:
-			return &pt2pt.OpError{Op: op, Class: ErrOther, Err: fmt.Errorf("rank %d could not prepare its device", r)}
+			return &Error{Op: op, Class: ErrOther, Err: fmt.Errorf("rank %d could not prepare its device", r)}
 		case o < 0:
 			all = false
 		}
@@ -188,13 +188,13 @@ func (c *StreamComm) Stream() *Stream {
 // stream returns the live stream the operation is enqueued on.
 func (c *StreamComm) stream(op string) (*Stream, error) {
 	if c == nil || c.Comm == nil || c.Comm.pc == nil {
-		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+		return nil, &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
 	}
 	if c.s == nil {
-		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("communicator has no stream on this rank")}
+		return nil, &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("communicator has no stream on this rank")}
 	}
 	if c.Comm.pc.Freed() {
-		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
+		return nil, &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("communicator has been freed")}
 	}
 	if err := c.s.use(op); err != nil {
 		return nil, err
@@ -206,23 +206,23 @@ func (c *StreamComm) stream(op string) (*Stream, error) {
 // live and on the stream's device. InPlace passes where allowed.
 func (s *Stream) checkBuf(op string, b Buffer, inPlaceOK bool) error {
 	if b == nil {
-		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
+		return &Error{Op: op, Class: ErrBuffer, Err: fmt.Errorf("nil buffer")}
 	}
 	if isInPlace(b) {
 		if inPlaceOK {
 			return nil
 		}
-		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("InPlace is not a buffer here")}
+		return &Error{Op: op, Class: ErrBuffer, Err: fmt.Errorf("InPlace is not a buffer here")}
 	}
 	m := b.mem()
 	if m.Kind != pt2pt.Device {
 		return nil
 	}
 	if m.Len > 0 && m.Ptr == nil {
-		return &pt2pt.OpError{Op: op, Class: ErrBuffer, Err: fmt.Errorf("device buffer used after Free")}
+		return &Error{Op: op, Class: ErrBuffer, Err: fmt.Errorf("device buffer used after Free")}
 	}
 	if m.Device != s.ord {
-		return &pt2pt.OpError{Op: op, Class: ErrBuffer,
+		return &Error{Op: op, Class: ErrBuffer,
 			Err: fmt.Errorf("device buffer on device %d enqueued on a stream of device %d", m.Device, s.ord)}
 	}
 	return nil
@@ -233,7 +233,7 @@ func (c *StreamComm) checkPeer(op string, rank int, any bool) error {
 		return nil
 	}
 	if rank < 0 || rank >= c.Size() {
-		return &pt2pt.OpError{Op: op, Class: ErrRank, Err: fmt.Errorf("rank %d of %d", rank, c.Size())}
+		return &Error{Op: op, Class: ErrRank, Err: fmt.Errorf("rank %d of %d", rank, c.Size())}
 	}
 	return nil
 }
@@ -242,7 +242,7 @@ func checkTag(op string, tag int, any bool) error {
 	if (any && tag == AnyTag) || (tag >= 0 && tag <= TagUB) {
 		return nil
 	}
-	return &pt2pt.OpError{Op: op, Class: ErrTag, Err: fmt.Errorf("tag %d", tag)}
+	return &Error{Op: op, Class: ErrTag, Err: fmt.Errorf("tag %d", tag)}
 }
 
 // poll adapts a Request to the engine; st, if not nil, receives its status.
@@ -366,7 +366,7 @@ type StreamRequest struct {
 // complete the request: a WaitEnqueue is still needed for the stream.
 func (r *StreamRequest) Test() (bool, Status, error) {
 	if r == nil {
-		return false, Status{}, &pt2pt.OpError{Op: "stream request test", Class: ErrRequest}
+		return false, Status{}, &Error{Op: "stream request test", Class: ErrRequest}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -448,7 +448,7 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 		return err
 	}
 	if len(rs) == 1 && rs[0] == nil {
-		return &pt2pt.OpError{Op: op, Class: ErrRequest, Err: fmt.Errorf("nil request")}
+		return &Error{Op: op, Class: ErrRequest, Err: fmt.Errorf("nil request")}
 	}
 	var taken []*StreamRequest
 	release := func() {
@@ -468,7 +468,7 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 		r.mu.Unlock()
 		if w {
 			release()
-			return &pt2pt.OpError{Op: op, Class: ErrRequest, Err: fmt.Errorf("request waited for twice")}
+			return &Error{Op: op, Class: ErrRequest, Err: fmt.Errorf("request waited for twice")}
 		}
 		taken = append(taken, r)
 	}

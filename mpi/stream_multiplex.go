@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-
-	"github.com/gompix/gompix/pt2pt"
 )
 
 // MaxMultiplexStreams is the most streams one rank may bind to a
@@ -43,7 +41,7 @@ func (c *Comm) StreamCommMultiplex(streams []*Stream) (*MultiplexComm, error) {
 	local := len(streams)
 	var bad error
 	if local > MaxMultiplexStreams {
-		bad = &pt2pt.OpError{Op: op, Class: ErrOther, Err: fmt.Errorf("%d streams (at most %d)", local, MaxMultiplexStreams)}
+		bad = &Error{Op: op, Class: ErrOther, Err: fmt.Errorf("%d streams (at most %d)", local, MaxMultiplexStreams)}
 	}
 	for i, s := range streams {
 		if err := s.use(op); err != nil && bad == nil {
@@ -51,7 +49,7 @@ func (c *Comm) StreamCommMultiplex(streams []*Stream) (*MultiplexComm, error) {
 		}
 		for _, t := range streams[:i] {
 			if s == t && bad == nil {
-				bad = &pt2pt.OpError{Op: op, Class: ErrOther, Err: fmt.Errorf("stream %d listed twice", i)}
+				bad = &Error{Op: op, Class: ErrOther, Err: fmt.Errorf("stream %d listed twice", i)}
 			}
 		}
 	}
@@ -68,7 +66,7 @@ func (c *Comm) StreamCommMultiplex(streams []*Stream) (*MultiplexComm, error) {
 			if bad != nil {
 				return nil, bad
 			}
-			return nil, &pt2pt.OpError{Op: op, Class: ErrOther, Err: fmt.Errorf("rank %d passed bad streams", r)}
+			return nil, &Error{Op: op, Class: ErrOther, Err: fmt.Errorf("rank %d passed bad streams", r)}
 		}
 		n = max(n, k)
 	}
@@ -105,10 +103,10 @@ func (c *MultiplexComm) Stream(i int) *Stream {
 // Free frees the communicator and its per-pair contexts (not the streams).
 func (c *MultiplexComm) Free() error {
 	if c == nil || c.Comm == nil {
-		return &pt2pt.OpError{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+		return &Error{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("nil communicator")}
 	}
 	if n := c.pending.Load(); n > 0 {
-		return &pt2pt.OpError{Op: "comm free", Class: ErrPending,
+		return &Error{Op: "comm free", Class: ErrPending,
 			Err: fmt.Errorf("%d enqueued operations not complete; synchronize the streams first", n)}
 	}
 	var errs []error
@@ -128,10 +126,10 @@ func (c *MultiplexComm) Free() error {
 // local, with peer the other rank (or a wildcard).
 func (c *MultiplexComm) pair(op string, peer, srcIdx, dstIdx, local int, send bool) (*StreamComm, error) {
 	if c == nil || c.Comm == nil || c.pairs == nil {
-		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+		return nil, &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
 	}
 	if local < 0 || local >= len(c.streams) {
-		return nil, &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("stream index %d: this rank has %d streams", local, len(c.streams))}
+		return nil, &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("stream index %d: this rank has %d streams", local, len(c.streams))}
 	}
 	remote, remoteIdx := dstIdx, "destination"
 	if !send {
@@ -142,7 +140,7 @@ func (c *MultiplexComm) pair(op string, peer, srcIdx, dstIdx, local int, send bo
 		limit = c.counts[peer]
 	}
 	if remote < 0 || remote >= limit {
-		return nil, &pt2pt.OpError{Op: op, Class: ErrOther, Err: fmt.Errorf("%s stream index %d: the peer has %d streams", remoteIdx, remote, limit)}
+		return nil, &Error{Op: op, Class: ErrOther, Err: fmt.Errorf("%s stream index %d: the peer has %d streams", remoteIdx, remote, limit)}
 	}
 	return &StreamComm{Comm: c.pairs[srcIdx][dstIdx], s: c.streams[local], pending: &c.pending}, nil
 }
@@ -191,10 +189,10 @@ func (c *MultiplexComm) IrecvEnqueue(buf Buffer, src, tag, srcIdx, dstIdx int) (
 func (c *MultiplexComm) WaitallEnqueue(idx int, rs ...*StreamRequest) error {
 	const op = "stream wait enqueue"
 	if c == nil || c.Comm == nil {
-		return &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
+		return &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("nil communicator")}
 	}
 	if idx < 0 || idx >= len(c.streams) {
-		return &pt2pt.OpError{Op: op, Class: ErrComm, Err: fmt.Errorf("stream index %d: this rank has %d streams", idx, len(c.streams))}
+		return &Error{Op: op, Class: ErrComm, Err: fmt.Errorf("stream index %d: this rank has %d streams", idx, len(c.streams))}
 	}
 	return (&StreamComm{Comm: c.Comm, s: c.streams[idx], pending: &c.pending}).WaitallEnqueue(rs...)
 }
