@@ -385,7 +385,7 @@ func (c *Comm) tryIsend(op string, b Buffer, dest, tag int) (*Request, bool, err
 	}
 	r, sent, err := c.pc.PostTrySend(b.mem(), dest, tag)
 	if err != nil || !sent {
-		return nil, false, err
+		return nil, false, face(err)
 	}
 	// Even when the message has left, the request stays active until the
 	// application waits for it (Waitany and Testany count it).
