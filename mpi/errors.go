@@ -1,8 +1,6 @@
 package mpi
 
 import (
-	"fmt"
-
 	"github.com/gompix/gompix/internal/dtype"
 	"github.com/gompix/gompix/pt2pt"
 )
@@ -41,20 +39,13 @@ type Error struct {
 	Err   error  // underlying cause, may be nil
 }
 
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("mpi: %s: %v: %v", e.Op, e.Class, e.Err)
-	}
-	return fmt.Sprintf("mpi: %s: %v", e.Op, e.Class)
-}
+// Error reads as the engine's operation errors do (one format for both).
+func (e *Error) Error() string { return e.engine().Error() }
 
 // Unwrap exposes both the class and the cause to errors.Is and errors.As.
-func (e *Error) Unwrap() []error {
-	if e.Err != nil {
-		return []error{e.Class, e.Err}
-	}
-	return []error{e.Class}
-}
+func (e *Error) Unwrap() []error { return e.engine().Unwrap() }
+
+func (e *Error) engine() *pt2pt.OpError { return &pt2pt.OpError{Op: e.Op, Class: e.Class, Err: e.Err} }
 
 // face turns a lower layer's operation error into an *Error, so that
 // applications see one error type; other errors pass unchanged. It runs only
