@@ -162,7 +162,6 @@ func (j *job) starterFor(p placement) Starter {
 }
 
 func (j *job) run(ctx context.Context, xenv []string) (int, error) {
-	np := len(j.places)
 	secret, err := newSecret(32)
 	if err != nil {
 		return ExitSetup, fmt.Errorf("job secret: %w", err)
@@ -171,19 +170,72 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	if err != nil {
 		return ExitSetup, fmt.Errorf("job id: %w", err)
 	}
-	// A job on this host only listens on loopback; a multi-host job must be
-	// reachable from the other nodes.
+	addr, err := j.listen(secret)
+	if err != nil {
+		j.sink.message(err.Error())
+		return ExitSetup, err
+	}
+	defer j.srv.Close()
+	stdin, err := j.rank0Stdin()
+	if err != nil {
+		j.sink.message(err.Error())
+		return ExitSetup, err
+	}
+	shmGlob := filepath.Join(shmDir, wireup.ShmPrefix(jobID)) + "*"
+	l := &launch{
+		base: os.Environ(), xenv: xenv, addr: addr, secret: secret, jobID: jobID, stdin: stdin,
+		// Started before the first rank, so that no rank's process group
+		// can outlive a launcher killed outright (SIGKILL).
+		wd:    startWatchdog(shmGlob),
+		exits: make(chan exitEvent, len(j.places)),
+	}
+	if j.cfg.GPUBind == GPUBindLocal {
+		l.ngpus = j.cfg.GPUCount()
+	}
+	var startErr error
+	for rank, pl := range j.places {
+		if startErr = j.startRank(l, rank, pl); startErr != nil {
+			break
+		}
+	}
+	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin {
+		f.Close() // our copy of the pipe's read end; rank 0 has its own
+	}
+
+	code, err := j.supervise(ctx, l.exits, startErr)
+	j.endJob(l)
+	// The job's processes are gone, so no segment can be made any more:
+	// remove what a rank killed between creating one and unlinking it left.
+	removeSegments(shmGlob)
+	l.wd.release()
+	return code, err
+}
+
+// launch is what starting the ranks of one job shares.
+type launch struct {
+	base, xenv          []string // the launcher's environment; -x variables
+	addr, secret, jobID string
+	ngpus               int // GPUs a rank may be bound to (--gpu-bind local)
+	stdin               io.Reader
+	wd                  *watchdog
+	exits               chan exitEvent
+	readers             sync.WaitGroup // the output copiers
+	readEnds            []*os.File     // the launcher's ends of the ranks' output pipes
+}
+
+// listen starts the job's wire-up store and returns the address ranks
+// dial. A job on this host only listens on loopback; a multi-host job must
+// be reachable from the other nodes.
+func (j *job) listen(secret string) (string, error) {
 	allLocal := !slices.ContainsFunc(j.places, func(p placement) bool { return !p.local })
 	listen := "127.0.0.1:0"
 	if !allLocal {
 		listen = ":0"
 	}
-	srv, err := wireup.NewServer(np, secret, listen)
+	srv, err := wireup.NewServer(len(j.places), secret, listen)
 	if err != nil {
-		j.sink.message(err.Error())
-		return ExitSetup, err
+		return "", err
 	}
-	defer srv.Close()
 	j.srv = srv
 	addr := srv.Addr()
 	if !allLocal {
@@ -192,93 +244,72 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 			addr = net.JoinHostPort(host, port)
 		}
 	}
-	ngpus := 0
-	if j.cfg.GPUBind == GPUBindLocal {
-		ngpus = j.cfg.GPUCount()
-	}
+	return addr, nil
+}
 
-	stdin, err := j.rank0Stdin()
+// startRank starts rank on its placement, with its output copied to the
+// sink and its exit reported on l.exits.
+func (j *job) startRank(l *launch, rank int, pl placement) error {
+	je := wireup.JobEnv{
+		Rank: rank, Size: len(j.places),
+		LocalRank: pl.localRank, LocalSize: pl.localSize,
+		Node: pl.node, Addr: l.addr, Secret: l.secret,
+		GPU: wireup.NoGPU, JobID: l.jobID,
+	}
+	if l.ngpus > 0 && pl.local {
+		je.GPU = pl.localRank % l.ngpus
+	}
+	forward := append(slices.Clone(l.xenv), je.Environ()...)
+	spec := ProcSpec{
+		Rank: rank, Host: pl.host,
+		Program: j.cfg.Program, Args: j.cfg.Args,
+		Env: append(slices.Clone(l.base), forward...),
+		// The secret travels apart (ProcSpec.Secret), never on a
+		// command line.
+		Forward: slices.DeleteFunc(slices.Clone(forward), func(kv string) bool {
+			return strings.HasPrefix(kv, wireup.EnvJobSecret+"=")
+		}),
+		Secret: l.secret,
+	}
+	if rank == 0 && l.stdin != nil {
+		spec.Stdin = l.stdin
+	}
+	outR, outW, err := os.Pipe()
 	if err != nil {
-		j.sink.message(err.Error())
-		return ExitSetup, err
+		return err
 	}
-
-	shmGlob := filepath.Join(shmDir, wireup.ShmPrefix(jobID)) + "*"
-	// Started before the first rank, so that no rank's process group can
-	// outlive a launcher killed outright (SIGKILL).
-	wd := startWatchdog(shmGlob)
-
-	base := os.Environ()
-	exits := make(chan exitEvent, np)
-	var readers sync.WaitGroup
-	var readEnds []*os.File
-	var startErr error
-	for rank, pl := range j.places {
-		je := wireup.JobEnv{
-			Rank: rank, Size: np,
-			LocalRank: pl.localRank, LocalSize: pl.localSize,
-			Node: pl.node, Addr: addr, Secret: secret,
-			GPU: wireup.NoGPU, JobID: jobID,
-		}
-		if ngpus > 0 && pl.local {
-			je.GPU = pl.localRank % ngpus
-		}
-		forward := append(slices.Clone(xenv), je.Environ()...)
-		spec := ProcSpec{
-			Rank: rank, Host: pl.host,
-			Program: j.cfg.Program, Args: j.cfg.Args,
-			Env: append(slices.Clone(base), forward...),
-			// The secret travels apart (ProcSpec.Secret), never on a
-			// command line.
-			Forward: slices.DeleteFunc(slices.Clone(forward), func(kv string) bool {
-				return strings.HasPrefix(kv, wireup.EnvJobSecret+"=")
-			}),
-			Secret: secret,
-		}
-		if rank == 0 && stdin != nil {
-			spec.Stdin = stdin
-		}
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			startErr = err
-			break
-		}
-		errR, errW, err := os.Pipe()
-		if err != nil {
-			outR.Close()
-			outW.Close()
-			startErr = err
-			break
-		}
-		spec.Stdout, spec.Stderr = outW, errW
-		p, err := j.starterFor(pl).Start(spec)
-		outW.Close() // the rank holds its own copies
-		errW.Close()
-		if err != nil {
-			outR.Close()
-			errR.Close()
-			startErr = fmt.Errorf("cannot start rank %d on %s: %w", rank, pl.host, err)
-			break
-		}
-		j.procs = append(j.procs, p)
-		if lp, ok := p.(*localProc); ok {
-			wd.watch(lp.Pid())
-		}
-		readEnds = append(readEnds, outR, errR)
-		readers.Add(2)
-		go func() { defer readers.Done(); j.sink.copyLines(rank, false, outR) }()
-		go func() { defer readers.Done(); j.sink.copyLines(rank, true, errR) }()
-		go func() {
-			st, err := p.Wait()
-			exits <- exitEvent{rank, st, err}
-		}()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
 	}
-	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin {
-		f.Close() // our copy of the pipe's read end; rank 0 has its own
+	spec.Stdout, spec.Stderr = outW, errW
+	p, err := j.starterFor(pl).Start(spec)
+	outW.Close() // the rank holds its own copies
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return fmt.Errorf("cannot start rank %d on %s: %w", rank, pl.host, err)
 	}
+	j.procs = append(j.procs, p)
+	if lp, ok := p.(*localProc); ok {
+		l.wd.watch(lp.Pid())
+	}
+	l.readEnds = append(l.readEnds, outR, errR)
+	l.readers.Add(2)
+	go func() { defer l.readers.Done(); j.sink.copyLines(rank, false, outR) }()
+	go func() { defer l.readers.Done(); j.sink.copyLines(rank, true, errR) }()
+	go func() {
+		st, err := p.Wait()
+		l.exits <- exitEvent{rank, st, err}
+	}()
+	return nil
+}
 
-	code, err := j.supervise(ctx, exits, startErr)
-
+// endJob kills what is left of the job's processes and drains their output.
+func (j *job) endJob(l *launch) {
 	// Ranks' leftover children (background jobs of a shell rank, say) die
 	// with the job.
 	for _, p := range j.procs {
@@ -291,23 +322,18 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	// Only a process that escaped its group (setsid) could hold them open:
 	// do not wait for it beyond the grace period.
 	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
+	go func() { l.readers.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(j.cfg.Grace):
-		for _, f := range readEnds {
+		for _, f := range l.readEnds {
 			f.Close()
 		}
 		<-drained
 	}
-	for _, f := range readEnds {
+	for _, f := range l.readEnds {
 		f.Close()
 	}
-	// The job's processes are gone, so no segment can be made any more:
-	// remove what a rank killed between creating one and unlinking it left.
-	removeSegments(shmGlob)
-	wd.release()
-	return code, err
 }
 
 // shmDir is where the ranks' shared-memory segments live (internal/shm).
