@@ -412,13 +412,7 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 	if startErr != nil {
 		j.sink.message(startErr.Error())
 		errs = append(errs, startErr)
-		code = ExitSetup
-		switch {
-		case errors.Is(startErr, exec.ErrNotFound):
-			code = ExitNotFound
-		case errors.Is(startErr, fs.ErrPermission), errors.Is(startErr, syscall.ENOEXEC):
-			code = ExitNotExecutable
-		}
+		code = startCode(startErr)
 		terminate(syscall.SIGTERM)
 	}
 
@@ -430,26 +424,12 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 			if ev.rank == 0 && j.stdinW != nil {
 				j.stdinW.Close() // stop feeding a rank that is gone
 			}
-			var rerr error
-			switch {
-			case ev.err != nil:
-				rerr = fmt.Errorf("rank %d (pid %d): %w", ev.rank, j.procs[ev.rank].Pid(), ev.err)
-				if code == 0 {
-					code = ExitSetup
-				}
-			case ev.status.Failed() && !j.causedByUs(ev.rank, ev.status):
-				rerr = &RankError{Rank: ev.rank, Pid: j.procs[ev.rank].Pid(), Host: j.places[ev.rank].host, Status: ev.status}
-				if code == 0 {
-					code = ev.status.ShellCode()
-				}
-			case !ev.status.Failed() && !terminating && j.leftWithoutFinalize(ev.rank):
-				rerr = fmt.Errorf("rank %d (pid %d) %w after Init; ending the job, whose other ranks would wait for it",
-					ev.rank, j.procs[ev.rank].Pid(), ErrNoFinalize)
-				if code == 0 {
-					code = ExitNoFinalize
-				}
-			default:
+			rcode, rerr := j.exitError(ev, terminating)
+			if rerr == nil {
 				continue
+			}
+			if code == 0 {
+				code = rcode
 			}
 			j.sink.message(rerr.Error())
 			errs = append(errs, rerr)
@@ -505,6 +485,36 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 		return code, errs[0]
 	}
 	return code, errors.Join(errs...) // nil without errors
+}
+
+// startCode is the job's exit status when starting a rank failed: the
+// shell's 127 for a program not found, 126 for one that cannot run.
+func startCode(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		return ExitNotExecutable
+	}
+	return ExitSetup
+}
+
+// exitError says whether a rank's exit ends the job, with the job's exit
+// status and the error to report; nil for an exit that is no failure (or
+// one the launcher caused). A rank that leaves with status 0 after Init but
+// without Finalize ends the job too: its peers would wait for it.
+func (j *job) exitError(ev exitEvent, terminating bool) (int, error) {
+	pid := j.procs[ev.rank].Pid()
+	switch {
+	case ev.err != nil:
+		return ExitSetup, fmt.Errorf("rank %d (pid %d): %w", ev.rank, pid, ev.err)
+	case ev.status.Failed() && !j.causedByUs(ev.rank, ev.status):
+		return ev.status.ShellCode(), &RankError{Rank: ev.rank, Pid: pid, Host: j.places[ev.rank].host, Status: ev.status}
+	case !ev.status.Failed() && !terminating && j.leftWithoutFinalize(ev.rank):
+		return ExitNoFinalize, fmt.Errorf("rank %d (pid %d) %w after Init; ending the job, whose other ranks would wait for it",
+			ev.rank, pid, ErrNoFinalize)
+	}
+	return 0, nil
 }
 
 // signalRunning sends sig to every rank not yet reaped, remembering it so the
