@@ -93,38 +93,53 @@ func initErr(class error, err error) error {
 // configErr is the error of a bad GOMPIX_* setting: an invalid argument.
 func configErr(err error) error { return initErr(ErrArg, err) }
 
+// startConfig is Init's GOMPIX_* settings, read and checked before any
+// resource exists, so a bad setting leaks nothing.
+type startConfig struct {
+	timeout, sleep time.Duration
+	spin           int
+	settle         time.Duration
+	bind           string // auto or none
+	fast           int    // 1: per-message UCX calls on a C stack; 0: through cgo
+}
+
+func readStartConfig() (startConfig, error) {
+	var c startConfig
+	var err error
+	if c.timeout, err = cfgWireupTimeout.Get(); err != nil {
+		return c, err
+	}
+	if c.sleep, err = cfgSleep.Get(); err != nil {
+		return c, err
+	}
+	if c.spin, err = cfgSpin.Get(); err != nil {
+		return c, err
+	}
+	if c.settle, err = cfgInitSettle.Get(); err != nil {
+		return c, err
+	}
+	if c.bind = strings.ToLower(cfgBind.Get()); c.bind != "auto" && c.bind != "none" {
+		return c, fmt.Errorf("config: GOMPIX_BIND=%q: want auto or none", cfgBind.Raw())
+	}
+	if c.fast, err = cfgFastCalls.Get(); err != nil {
+		return c, err
+	}
+	if c.fast != 0 && c.fast != 1 {
+		return c, fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", c.fast)
+	}
+	return c, nil
+}
+
 func start() (*state, error) {
 	env, underLauncher, err := wireup.FromEnviron(os.Getenv)
 	if err != nil {
 		return nil, initErr(ErrOther, fmt.Errorf("reading the launcher's environment: %w", err))
 	}
-	timeout, err := cfgWireupTimeout.Get()
+	cfg, err := readStartConfig()
 	if err != nil {
 		return nil, configErr(err)
 	}
-	sleep, err := cfgSleep.Get()
-	if err != nil {
-		return nil, configErr(err)
-	}
-	spin, err := cfgSpin.Get()
-	if err != nil {
-		return nil, configErr(err)
-	}
-	settle, err := cfgInitSettle.Get()
-	if err != nil {
-		return nil, configErr(err)
-	}
-	bind := strings.ToLower(cfgBind.Get())
-	if bind != "auto" && bind != "none" {
-		return nil, configErr(fmt.Errorf("config: GOMPIX_BIND=%q: want auto or none", cfgBind.Raw()))
-	}
-	fast, err := cfgFastCalls.Get()
-	if err != nil {
-		return nil, configErr(err)
-	}
-	if fast != 0 && fast != 1 {
-		return nil, configErr(fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", fast))
-	}
+	spin := cfg.spin
 	oversubscribed := env.LocalSize > runtime.NumCPU()
 	if spin < 0 {
 		spin = 4096
@@ -150,7 +165,7 @@ func start() (*state, error) {
 		segmentPrefix = wireup.ShmPrefix(env.JobID)
 	}
 	s := &state{env: env}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	if underLauncher {
 		s.client, err = wireup.Dial(ctx, env.Addr, env.Secret, env.Rank)
@@ -161,8 +176,8 @@ func start() (*state, error) {
 	} else {
 		s.kv = ucx.NewLocalKV()
 	}
-	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: sleep,
-		Oversubscribed: oversubscribed, CgoCalls: fast == 0, Calibrate: underLauncher && env.LocalSize > 1})
+	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: cfg.sleep,
+		Oversubscribed: oversubscribed, CgoCalls: cfg.fast == 0, Calibrate: underLauncher && env.LocalSize > 1})
 	if err != nil {
 		if s.client != nil {
 			s.client.Close()
@@ -177,9 +192,9 @@ func start() (*state, error) {
 	nodeOversubscribed = oversubscribed
 	if underLauncher && env.Size > 1 {
 		switch {
-		case bind == "auto" && !oversubscribed:
+		case cfg.bind == "auto" && !oversubscribed:
 			bindRank(env.LocalRank, env.LocalSize)
-		case bind == "auto":
+		case cfg.bind == "auto":
 			bindCrowdedRank(env.LocalRank)
 		}
 		// The world's shared-memory segment is made here, not at its first
@@ -190,7 +205,7 @@ func start() (*state, error) {
 			_ = s.close()
 			return nil, err
 		}
-		settleScheduler(settle)
+		settleScheduler(cfg.settle)
 	}
 	return s, nil
 }
