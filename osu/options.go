@@ -464,6 +464,14 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 	if msg, ok := unsupported[s.short]; ok {
 		return &UsageError{Message: msg, Opt: opt}
 	}
+	if n, ok := intOptions[s.short]; ok {
+		v, err := atoi(opt, arg, n.msg)
+		if err != nil || v < n.min || v > n.max {
+			return &UsageError{Message: n.msg, Opt: opt, Arg: arg}
+		}
+		n.set(o, v)
+		return nil
+	}
 	switch s.short {
 	case 'h':
 		o.Help = true
@@ -473,24 +481,6 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		o.Full = true
 	case 'm':
 		return o.setMessageSize(opt, arg)
-	case 'i':
-		v, err := atoi(opt, arg, "Invalid Number of Iterations")
-		if err != nil || v < 1 {
-			return &UsageError{Message: "Invalid Number of Iterations", Opt: opt, Arg: arg}
-		}
-		o.Iterations, o.IterationsLarge = v, v
-	case 'x':
-		v, err := atoi(opt, arg, "Invalid Number of Warmup Iterations")
-		if err != nil || v < 0 {
-			return &UsageError{Message: "Invalid Number of Warmup Iterations", Opt: opt, Arg: arg}
-		}
-		o.Skip, o.SkipLarge = v, v
-	case 'W':
-		v, err := atoi(opt, arg, "Invalid Window Size")
-		if err != nil || v < 1 {
-			return &UsageError{Message: "Invalid Window Size", Opt: opt, Arg: arg}
-		}
-		o.Window = v
 	case 'M':
 		v, err := parseSize(arg)
 		if err != nil {
@@ -502,12 +492,45 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		if hasArg && arg != "" {
 			return &UsageError{Message: "Validation logging is not supported by gompix", Opt: opt, Arg: arg}
 		}
-	case 'u':
-		v, err := atoi(opt, arg, "Invalid Number of Validation Warmup Iterations")
-		if err != nil || v < 0 || v > 10 {
-			return &UsageError{Message: "Invalid Number of Validation Warmup Iterations", Opt: opt, Arg: arg}
+	case 'T', 'd', 'R', 'b', 'k':
+		return o.applyWord(s.short, opt, arg)
+	case 'z':
+		return o.setTailPercentiles(b, opt, arg, hasArg)
+	case 'a':
+		if _, err := atoi(opt, arg, "Invalid Device Array Size"); err != nil {
+			return err
 		}
-		o.ValidationWarmup = v
+	case 0:
+		if s.long == "nccl-bw" {
+			o.NCCLBandwidth = true
+		}
+	}
+	return nil
+}
+
+// intOption is an option that takes a whole number within [min, max], and
+// OSU's message when it does not.
+type intOption struct {
+	msg      string
+	min, max int
+	set      func(o *Options, v int)
+}
+
+const noMax = int(^uint(0) >> 1)
+
+var intOptions = map[byte]intOption{
+	'i': {"Invalid Number of Iterations", 1, noMax, func(o *Options, v int) { o.Iterations, o.IterationsLarge = v, v }},
+	'x': {"Invalid Number of Warmup Iterations", 0, noMax, func(o *Options, v int) { o.Skip, o.SkipLarge = v, v }},
+	'W': {"Invalid Window Size", 1, noMax, func(o *Options, v int) { o.Window = v }},
+	'u': {"Invalid Number of Validation Warmup Iterations", 0, 10, func(o *Options, v int) { o.ValidationWarmup = v }},
+	'p': {"Invalid Number of Pairs", 1, noMax, func(o *Options, v int) { o.Pairs = v }},
+	't': {"Invalid Number of Probes", 0, noMax, func(o *Options, v int) { o.TestCalls = v }},
+}
+
+// applyWord applies the options whose argument is a word from a fixed set.
+func (o *Options) applyWord(short byte, opt, arg string) error {
+	bad := func(msg string) error { return &UsageError{Message: msg, Opt: opt, Arg: arg} }
+	switch short {
 	case 'T':
 		switch {
 		case hasPrefixFold(arg, "MPI_CHAR"):
@@ -519,27 +542,14 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		case hasPrefixFold(arg, "ALL"):
 			o.Types = append(o.Types, Char, Int, Float)
 		default:
-			return &UsageError{Message: "Invalid Datatype", Opt: opt, Arg: arg}
+			return bad("Invalid Datatype")
 		}
 	case 'd':
-		switch strings.ToLower(arg) {
-		case "cuda":
-			o.Accel = AccelCUDA
-		case "managed":
-			o.Accel = AccelManaged
-		case "openacc":
-			o.Accel = AccelOpenACC
-		case "rocm":
-			o.Accel = AccelROCm
-		default:
-			return &UsageError{Message: "Invalid Accel Type Specified", Opt: opt, Arg: arg}
+		accel, ok := map[string]Accel{"cuda": AccelCUDA, "managed": AccelManaged, "openacc": AccelOpenACC, "rocm": AccelROCm}[strings.ToLower(arg)]
+		if !ok {
+			return bad("Invalid Accel Type Specified")
 		}
-	case 'p':
-		v, err := atoi(opt, arg, "Invalid Number of Pairs")
-		if err != nil || v < 1 {
-			return &UsageError{Message: "Invalid Number of Pairs", Opt: opt, Arg: arg}
-		}
-		o.Pairs = v
+		o.Accel = accel
 	case 'R':
 		switch strings.TrimSpace(arg) {
 		case "0":
@@ -547,7 +557,7 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		case "1":
 			o.PrintRate = true
 		default:
-			return &UsageError{Message: "Invalid Print Rate", Opt: opt, Arg: arg}
+			return bad("Invalid Print Rate")
 		}
 	case 'b':
 		switch {
@@ -556,7 +566,7 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		case strings.EqualFold(arg, "multiple"):
 			o.MultipleBuffers = true
 		default:
-			return &UsageError{Message: "Please use 'single' or 'multiple' for buffer type", Opt: opt, Arg: arg}
+			return bad("Please use 'single' or 'multiple' for buffer type")
 		}
 	case 'k':
 		kind, rest, _ := strings.Cut(arg, ":")
@@ -566,27 +576,11 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		case strings.EqualFold(kind, "fixed"):
 			v, err := strconv.Atoi(rest)
 			if err != nil || v < 0 {
-				return &UsageError{Message: "Please pass root node rank. E.g: -k fixed:1", Opt: opt, Arg: arg}
+				return bad("Please pass root node rank. E.g: -k fixed:1")
 			}
 			o.Root = v
 		default:
-			return &UsageError{Message: "Invalid root rank rotate type. Valid types[fixed, rotate]", Opt: opt, Arg: arg}
-		}
-	case 't':
-		v, err := atoi(opt, arg, "Invalid Number of Probes")
-		if err != nil || v < 0 {
-			return &UsageError{Message: "Invalid Number of Probes", Opt: opt, Arg: arg}
-		}
-		o.TestCalls = v
-	case 'z':
-		return o.setTailPercentiles(b, opt, arg, hasArg)
-	case 'a':
-		if _, err := atoi(opt, arg, "Invalid Device Array Size"); err != nil {
-			return err
-		}
-	case 0:
-		if s.long == "nccl-bw" {
-			o.NCCLBandwidth = true
+			return bad("Invalid root rank rotate type. Valid types[fixed, rotate]")
 		}
 	}
 	return nil
