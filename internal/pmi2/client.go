@@ -273,9 +273,9 @@ func (c *Client) Finalize() error {
 // Abort asks the launcher to end the whole job. The server does not answer;
 // it kills the job, this process included.
 func (c *Client) Abort(code int, msg string) error {
-	// Both the older (isworldabort, msg) and newer (exitcode, message) keys
+	// Both the older (isworld, msg) and newer (exitcode, message) keys
 	// are sent: servers read the ones they know and ignore the others.
-	b, err := encode("abort", pair{"isworldabort", "TRUE"}, pair{"msg", truncate(msg)},
+	b, err := encode("abort", pair{"isworld", "TRUE"}, pair{"msg", truncate(msg)},
 		pair{"exitcode", strconv.Itoa(code)}, pair{"message", truncate(msg)})
 	if err != nil {
 		return err

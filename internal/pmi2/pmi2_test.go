@@ -345,7 +345,7 @@ func TestAbortAndClose(t *testing.T) {
 		s.cond.Wait()
 	}
 	a := s.aborts[0]
-	if a["msg"] != "bad; input" || a["exitcode"] != "3" || a["isworldabort"] != "TRUE" {
+	if a["msg"] != "bad; input" || a["exitcode"] != "3" || a["isworld"] != "TRUE" {
 		t.Errorf("abort carried %v", a)
 	}
 }
