@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"pt2pt/ucx":        {"pt2pt", "ucxbind", "internal/cudadrv", "internal/config", "internal/dtype", "internal/shm"},
 	"launcher":         {"internal/wireup", "internal/config", "internal/gputopo"},
 	"internal/wireup":  {},
+	"internal/pmi2":    {},
 	"internal/gputopo": {},
 	"internal/cudadrv": {"internal/cudadrv"},
 	"kernels":          {"internal/dtype", "internal/cudadrv"},
