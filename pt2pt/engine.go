@@ -19,10 +19,9 @@ type Options struct {
 	// (sched_yield, as Open MPI does when oversubscribed). Sleeping on the
 	// event fd at once costs a wakeup per message, which chains of
 	// dependent messages (a barrier, small allreduces) pay at every step.
-	// Yielding keeps
-	// every rank runnable so the peer a message waits for runs at once; the
-	// sleep still comes after YieldRounds, so a long wait does not burn a
-	// core. Zero: no yield phase.
+	// Yielding keeps every rank runnable so the peer a message waits for
+	// runs at once; the sleep still comes after YieldRounds, so a long wait
+	// does not burn a core. Zero: no yield phase.
 	YieldRounds int
 }
 

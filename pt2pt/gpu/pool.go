@@ -59,12 +59,7 @@ func (p *smallPool) get() *small {
 	if p.closed {
 		// An operation still running after Close: nothing of the pool's
 		// keeps it reachable now, so the registry does until it comes back.
-		abandoned.mu.Lock()
-		if abandoned.m == nil {
-			abandoned.m = map[*small]struct{}{}
-		}
-		abandoned.m[s] = struct{}{}
-		abandoned.mu.Unlock()
+		abandon(s)
 		return s
 	}
 	p.all = append(p.all, s)
@@ -115,16 +110,23 @@ func (p *smallPool) drain() {
 	out := p.all
 	p.free, p.all, p.closed = nil, nil, true
 	p.mu.Unlock()
-	if len(out) > 0 {
-		abandoned.mu.Lock()
-		if abandoned.m == nil {
-			abandoned.m = map[*small]struct{}{}
-		}
-		for _, s := range out {
-			abandoned.m[s] = struct{}{}
-		}
-		abandoned.mu.Unlock()
+	abandon(out...)
+}
+
+// abandon keeps pinned smalls that no pool holds any more in the
+// process-wide registry until they come back (put).
+func abandon(ss ...*small) {
+	if len(ss) == 0 {
+		return
 	}
+	abandoned.mu.Lock()
+	if abandoned.m == nil {
+		abandoned.m = map[*small]struct{}{}
+	}
+	for _, s := range ss {
+		abandoned.m[s] = struct{}{}
+	}
+	abandoned.mu.Unlock()
 }
 
 // staging is a pinned host buffer (cuMemHostAlloc: portable, so any

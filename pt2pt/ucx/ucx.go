@@ -572,7 +572,7 @@ func (t *Transport) IdleFor(op pt2pt.Op) {
 	}
 	woken := g.woken
 	poller := !g.polling
-	g.polling = g.polling || poller
+	g.polling = true
 	g.mu.Unlock()
 	if !poller {
 		if op == nil || !op.Done() {
