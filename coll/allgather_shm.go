@@ -16,9 +16,7 @@ import (
 // its block into every peer's (process_vm_writev; starting with the next
 // rank, so that the ranks do not all write to one rank first), then
 // returns once every peer has written its own. Writing rather than
-// reading the peers' blocks: GPU machine, session 12 call 11, 4 ranks 1
-// MiB 337-389 µs against 575-619 (Open MPI 757-1049); the 2-core machine
-// level or better (2 ranks 1 MiB 108-115 against 99-126).
+// reading the peers' blocks: the block is in the writer's cache.
 //
 // Cost (n per block, in parallel on every rank): through the slots,
 // nβ_mem + (p-1)(λ + nβ_mem); single copy, (p-1)(λ + nβ_cma) + λ.

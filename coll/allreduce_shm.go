@@ -19,9 +19,7 @@ import (
 // rank order into block r of its receive buffer, then writes that reduced
 // block into every peer's receive buffer (process_vm_writev: the block is
 // in its cache, just written, where a peer reading it would pull every
-// line across: GPU machine, session 12 call 10, 4 ranks 1 MiB 228-273 µs
-// against 301-397 reading, Open MPI 373-410; 8 ranks 412-438 against
-// 535-606), marks itself finished, and returns once every peer has
+// line across), marks itself finished, and returns once every peer has
 // finished (so has read its contribution and written its block; in
 // place, a peer writes only its own block, which only it reads here).
 // A rank that fails records it (markFailed), and its peers fail too.

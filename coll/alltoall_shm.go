@@ -18,10 +18,8 @@ import (
 // block q of its send buffer (in place, of a copy of its receive buffer:
 // the peers write into it) into block r of rank q's (process_vm_writev,
 // starting with the next rank), then returns once every peer has written
-// its own. Writing rather than reading: GPU machine, session 12 call 11,
-// 4 ranks 1 MiB 348-390 µs against 556-578 (Open MPI 734-889), 2 ranks
-// 96-153 against 138-152; the 2-core machine level or better (2 ranks 1
-// MiB 102-113 against 116-127).
+// its own. Writing rather than reading: the block written is in the
+// writer's cache, where a reader would pull every line across.
 //
 // Cost (n per block, in parallel on every rank): through the slots,
 // pnβ_mem + (p-1)(λ + nβ_mem), the slot holding p blocks; single copy,

@@ -11,9 +11,7 @@ package coll
 // first, and the ranks leave one by one as they read its line, rather
 // than all at once: when ranks outnumber cores, the ones that then spin
 // for a rooted call's data (a broadcast from rank 0, say) do not crowd
-// out rank 0, which has it. 4 ranks on 2 cores, OSU's broadcast (a
-// barrier between calls), 8 B: 7.7-10 µs after the symmetric barrier,
-// 0.4-0.8 after this one (docs/performance.md, "History").
+// out rank 0, which has it.
 //
 // Cost: 2 ranks λ; p ranks (p-1)λ at rank 0 (the arrivals overlap) + λ.
 func (s *State) sharedBarrier() error {

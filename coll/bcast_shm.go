@@ -71,20 +71,15 @@ func (s *State) sharedBcast(buf []byte, nb int, root int, single bool) error {
 
 // halfBcastMin is the largest 2-rank single-copy bcast the other rank
 // reads alone where a CMA read is dear: below, the second call and the
-// wait for it cost what the halves save (2-core machine, session 12: 32
-// KiB 4.4-8.2 µs in halves against 3.9-5.0, 64 KiB 4.8-7.6 against
-// 5.2-7.4).
+// wait for it cost what the halves save.
 const halfBcastMin = 64 << 10
 
 // halfBcast is the 2-rank single-copy bcast beyond halfBcastMin where a
 // CMA read is dear (Shared.CMASlow): the other rank offers its buffer and
 // reads the first half of the root's while the root writes the second
 // half into it (process_vm_writev, shared.push), one CMA call on each
-// side at once (a call costs some µs on top of its copy on the 2-core
-// machine). Each waits for the other to finish; the root reports a failed
-// write in its slot (markFailed). Session 12, 2-core machine in its slow
-// state: 256 KiB 8.6-11 µs against 12-14 read by the other alone, 1 MiB
-// 24-34 against 49-69 (Open MPI ob1 11-18 and 47-63).
+// side at once, so the two copies overlap. Each waits for the other to
+// finish; the root reports a failed write in its slot (markFailed).
 func (s *State) halfBcast(buf []byte, nb int, root int, d uint64) error {
 	g := s.sh
 	n := g.begin()

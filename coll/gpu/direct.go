@@ -122,8 +122,8 @@ type DirectConfig struct {
 	// SharedDevices lets ranks that share a GPU use the engine. Off by
 	// default: without MPS, kernels of different processes on one GPU do
 	// not run at once, so a rank's kernel spinning on a flag holds the GPU
-	// until the time slice ends (measured on an H200: 2.5 ms per 8-byte
-	// allreduce). The fake driver, whose kernels are goroutines, has no
+	// until the time slice ends (milliseconds per call). The fake driver,
+	// whose kernels are goroutines, has no
 	// such limit.
 	SharedDevices bool
 	// OnSharedGPU, when set, is called on every rank when the set-up finds
