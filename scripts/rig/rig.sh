@@ -33,45 +33,45 @@ check_names() {
 
 # holders prints "pid name" for every live holder of this rig.
 holders() {
-	local p cmd
-	for p in /proc/[0-9]*; do
-		cmd=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
-		case $cmd in "$MARK"*) cmd=${cmd#"$MARK"}; echo "${p#/proc/} ${cmd%% *}" ;; esac
-	done
+	ps -eo pid=,args= | awk -v m="$MARK" '{ if (index($2, m) == 1) print $1, substr($2, length(m) + 1) }'
 }
 
-# ns_members prints every pid (but $$) whose namespace KIND is NSID.
-ns_members() {
-	local kind=$1 nsid=$2 p
-	for p in /proc/[0-9]*; do
-		[ "${p#/proc/}" = $$ ] && continue
-		[ "$(readlink "$p/ns/$kind" 2>/dev/null)" = "$nsid" ] && echo "${p#/proc/}"
-	done
-	return 0
+# ns_table prints "pid namespace" for every process's mount and network
+# namespace, in one pass.
+ns_table() {
+	# find fails on processes that end while it runs; what it printed stands.
+	{ find /proc/[0-9]*/ns/mnt /proc/[0-9]*/ns/net -maxdepth 0 -printf '%p %l\n' 2>/dev/null || true; } |
+		sed 's|^/proc/\([0-9]*\)/ns/[a-z]* |\1 |'
 }
 
-# kill_node ends a holder and everything started inside its namespaces
-# (daemons, agents' commands): members of its mount namespace, and for nodes
-# also of its network namespace.
-kill_node() {
-	local pid=$1 mnt net pids i
-	mnt=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null) || return 0
-	net=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || return 0
-	[ "$net" = "$(readlink /proc/$$/ns/net)" ] && net=
-	for i in 1 2 3 4 5 6 7 8 9 10 11; do
-		pids=$( { ns_members mnt "$mnt"; [ -n "$net" ] && ns_members net "$net"; } | sort -u)
-		[ -z "$pids" ] && return 0
+# kill_holders ends the holders and everything started inside their
+# namespaces (daemons, agents' commands): the members of each holder's mount
+# namespace, and for nodes also of its network namespace. TERM first, KILL
+# after about two seconds.
+kill_holders() {
+	local hostnet targets pids i pid
+	hostnet=$(readlink /proc/$$/ns/net)
+	targets=$(for pid in "$@"; do
+		readlink "/proc/$pid/ns/mnt"
+		[ "$(readlink "/proc/$pid/ns/net")" = "$hostnet" ] || readlink "/proc/$pid/ns/net"
+	done 2>/dev/null | sort -u)
+	[ -n "$targets" ] || return 0
+	for i in $(seq 30); do
+		pids=$(ns_table | awk -v self=$$ 'NR == FNR { t[$1] = 1; next } $1 != self && ($2 in t) { print $1 }' \
+			<(echo "$targets") - | sort -u)
+		[ -n "$pids" ] || return 0
 		# shellcheck disable=SC2086
-		if [ "$i" -lt 11 ]; then kill -TERM $pids 2>/dev/null || true; else kill -KILL $pids 2>/dev/null || true; fi
-		sleep 0.2
+		if [ "$i" -le 20 ]; then kill -TERM $pids 2>/dev/null || true; else kill -KILL $pids 2>/dev/null || true; fi
+		sleep 0.1
 	done
+	echo "rig.sh: processes in the rig's namespaces survived KILL: $pids" >&2
+	return 1
 }
 
 do_down() {
-	local pid name link
-	while read -r pid name; do
-		[ -n "$pid" ] && kill_node "$pid"
-	done < <(holders)
+	local link
+	# shellcheck disable=SC2046
+	kill_holders $(holders | awk '{print $1}')
 	for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
 		case $link in "$BRIDGE"h[0-9]*) ip link del "$link" 2>/dev/null || true ;; esac
 	done
