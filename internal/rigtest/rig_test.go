@@ -71,6 +71,9 @@ func TestAgentLikeSSH(t *testing.T) {
 		{"words joined, expanded remotely", "node2", "", []string{"echo", "$(hostname)", "'a  b'"}, 0, "node2 a  b\n", ""},
 		{"stderr relayed", "node1", "", []string{"echo oops >&2; exit 7"}, 7, "", "oops\n"},
 		{"by address", r.Net + ".2", "", []string{"hostname"}, 0, "node2\n", ""},
+		// gompirun's launch-agent line: a secret on stdin's first line, the
+		// rank's input after it.
+		{"first stdin line, then the rest", "node2", "s3cret\nrest\n", []string{`IFS= read -r SECRET && export SECRET && exec env X=1 sh -c 'echo "$SECRET $X"; cat'`}, 0, "s3cret 1\nrest\n", ""},
 		{"fresh env in HOME", "node1", "", []string{`echo "${RIGTEST_LEAK-unset} $([ "$PWD" = "$HOME" ] && echo home) $USER"`}, 0, "unset home " + userName(t) + "\n", ""},
 	}
 	for _, tc := range cases {

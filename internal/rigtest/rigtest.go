@@ -70,15 +70,15 @@ func Up(t testing.TB, n int) *Rig {
 // UpConfig returns a rig of at least n nodes named by c.
 func UpConfig(t testing.TB, c Config, n int) *Rig {
 	t.Helper()
-	dir, err := scriptDir()
-	if err != nil {
-		t.Fatalf("rigtest: %v", err)
-	}
 	if err := capable(); err != nil {
 		if os.Getenv("GOMPIX_RIG") == "skip" {
 			t.Skipf("RIG TEST SKIPPED (GOMPIX_RIG=skip): this machine cannot make the multi-node rig: %v", err)
 		}
 		t.Fatalf("rigtest: this machine cannot make the multi-node rig: %v (set GOMPIX_RIG=skip to skip rig tests)", err)
+	}
+	dir, err := scriptDir()
+	if err != nil {
+		t.Fatalf("rigtest: %v", err)
 	}
 	r := &Rig{Config: c, Dir: dir}
 	if env, err := r.readEnv(); err == nil && r.statusOK() && len(env.nodes) >= n {

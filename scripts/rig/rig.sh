@@ -127,6 +127,8 @@ do_up() {
 	[ "$(id -u)" = 0 ] || die "up: needs root (namespaces, bridge)"
 	do_down
 	check_subnet
+	# A failed up leaves nothing behind (set -e ends the script here).
+	trap 'echo "rig.sh: up failed; removing the partial rig" >&2; do_down' EXIT
 	mkdir -p "$STATE/nodes"
 	{
 		echo "127.0.0.1 localhost"
@@ -144,6 +146,7 @@ do_up() {
 		node_net "$pid" "$k"
 		echo "node$k" >>"$STATE/nodes/list"
 	done
+	trap - EXIT
 }
 
 do_status() {
