@@ -18,7 +18,7 @@ var downConfig = Config{State: "/run/gompix-rig-downtest", Bridge: "gpxbrdt", Ne
 // node's process still run) up cleans the old rig first, and down removes
 // every holder, process, link and file; down twice is fine.
 func TestDownLeavesNothing(t *testing.T) {
-	r := UpConfig(t, downConfig, 2)
+	r := UpConfig(t, downConfig, 1)
 	old, err := r.Holders()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestDownLeavesNothing(t *testing.T) {
 	if err := os.RemoveAll(r.State); err != nil {
 		t.Fatal(err)
 	}
-	if res := r.script("rig.sh", "up", "2"); res.Code != 0 {
+	if res := r.script("rig.sh", "up", "1"); res.Code != 0 {
 		t.Fatalf("rig.sh up after a lost state dir: exit %d: %s", res.Code, res.Stderr)
 	}
 	for name, pid := range old {

@@ -103,12 +103,22 @@ node_fs() {
 		mount --bind "$1" /etc/hosts' rig "$STATE/hosts"
 }
 
+v6off() {
+	local f=/proc/sys/net/ipv6/conf/$1/disable_ipv6
+	if [ -w "$f" ]; then echo 1 >"$f"; fi
+}
+
 node_net() {
 	local pid=$1 k=$2 out=${BRIDGE}h$2 in=${BRIDGE}n$2
 	ip link add "$out" type veth peer name "$in"
+	v6off "$out"
 	ip link set "$out" master "$BRIDGE" up
 	ip link set "$in" netns "$pid"
+	# IPv4 only: no link-local IPv6 addresses for transports to wander onto.
 	nsenter -t "$pid" -n sh -c "
+		for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 /proc/sys/net/ipv6/conf/default/disable_ipv6; do
+			[ -w \$f ] && echo 1 >\$f
+		done
 		ip link set lo up &&
 		ip link set '$in' name eth0 &&
 		ip addr add '$NET.$k/24' dev eth0 &&
@@ -136,6 +146,7 @@ do_up() {
 		for k in $(seq "$n"); do echo "$NET.$k node$k"; done
 	} >"$STATE/hosts"
 	ip link add "$BRIDGE" type bridge
+	v6off "$BRIDGE"
 	ip addr add "$HOSTADDR/24" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
 	pid=$(start_holder righost --uts --mount)
