@@ -136,23 +136,21 @@ do_up() {
 	wait_idle
 }
 
-# stop_pidfile sends TERM to a daemon and waits, then KILL.
-stop_pidfile() {
-	local pid i
-	pid=$(cat "$1" 2>/dev/null) || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
+# do_down sends TERM to every daemon at once, waits up to 5 s for them all,
+# then KILLs what is left.
+do_down() {
+	local f pids="" pid i left
+	for f in "$S"/node*/slurmd.pid "$S/ctld/slurmctld.pid" "$M/munged.pid"; do
+		pid=$(cat "$f" 2>/dev/null) && kill -TERM "$pid" 2>/dev/null && pids="$pids $pid"
+	done
 	for i in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || return 0
+		left=""
+		for pid in $pids; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+		[ -z "$left" ] && break
 		sleep 0.1
 	done
-	kill -KILL "$pid" 2>/dev/null || true
-}
-
-do_down() {
-	local f
-	for f in "$S"/node*/slurmd.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
-	stop_pidfile "$S/ctld/slurmctld.pid"
-	stop_pidfile "$M/munged.pid"
+	# shellcheck disable=SC2086
+	[ -z "$left" ] || kill -KILL $left 2>/dev/null || true
 	rm -rf "$S" "$M"
 }
 
