@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,8 +77,8 @@ func assertGone(t *testing.T, r *Rig) {
 			t.Errorf("link left after down: %s", line)
 		}
 	}
-	if _, err := os.Stat(r.State); !os.IsNotExist(err) {
-		t.Errorf("state dir %s left after down (%v)", r.State, err)
+	if left, _ := filepath.Glob(r.State + "*"); len(left) > 0 {
+		t.Errorf("files left after down: %v", left)
 	}
 	if r.statusOK() {
 		t.Errorf("rig.sh status says up after down")

@@ -70,6 +70,9 @@ func Up(t testing.TB, n int) *Rig {
 // UpConfig returns a rig of at least n nodes named by c.
 func UpConfig(t testing.TB, c Config, n int) *Rig {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("rig tests skipped in -short mode (multi-process, root, namespaces)")
+	}
 	if err := capable(); err != nil {
 		if os.Getenv("GOMPIX_RIG") == "skip" {
 			t.Skipf("RIG TEST SKIPPED (GOMPIX_RIG=skip): this machine cannot make the multi-node rig: %v", err)

@@ -187,12 +187,15 @@ do_env() {
 	echo "GOMPIX_RIG_AGENT=$HERE/rig-agent"
 }
 
-# locked runs a command under the rig's lock, so concurrent ups and downs
-# (parallel test binaries) do not interleave.
+# locked runs a command under a lock on the state dir's parent, so
+# concurrent ups and downs (parallel test binaries) do not interleave, and no
+# lock file outlives the rig.
 locked() {
-	mkdir -p "$(dirname "$STATE")"
-	exec 9>"$STATE.lock"
-	flock -w 60 9 || die "timed out waiting for $STATE.lock"
+	local parent
+	parent=$(dirname "$STATE")
+	mkdir -p "$parent"
+	exec 9<"$parent"
+	flock -w 60 9 || die "timed out waiting for the lock on $parent"
 	"$@"
 }
 
