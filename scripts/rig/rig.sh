@@ -80,12 +80,13 @@ do_down() {
 }
 
 # start_holder NAME NSFLAGS... starts a holder in new namespaces and prints
-# its pid once it runs inside them.
+# its pid once it runs inside them. It sits in /, so it pins no directory of
+# its caller's.
 start_holder() {
 	local name=$1; shift
 	local pidfile=$STATE/nodes/$name.pid i
 	setsid unshare "$@" --propagation private \
-		bash -c 'echo $$ >"$1.tmp" && mv "$1.tmp" "$1" && exec -a "$2" sleep infinity' \
+		bash -c 'cd / && echo $$ >"$1.tmp" && mv "$1.tmp" "$1" && exec -a "$2" sleep infinity' \
 		holder "$pidfile" "$MARK$name" </dev/null >/dev/null 2>&1 9>&- &
 	for i in $(seq 100); do
 		[ -s "$pidfile" ] && { cat "$pidfile"; return 0; }
