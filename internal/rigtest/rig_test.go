@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 // and an /etc/hosts that names every node and the host side.
 func TestNodesAreSeparate(t *testing.T) {
 	r := Up(t, 2)
+	if r.Nodes[0] != "node1" || r.Nodes[1] != "node2" || r.Subnet != r.Net+".0/24" || r.HostAddr != r.Net+".254" {
+		t.Errorf("rig.sh env: nodes %v, subnet %q, host address %q; want node1, node2.., %s.0/24, %s.254", r.Nodes, r.Subnet, r.HostAddr, r.Net, r.Net)
+	}
 	for _, n := range r.Nodes[:2] {
 		if res := r.Run(n, "", "hostname"); res.Code != 0 || strings.TrimSpace(res.Stdout) != n {
 			t.Errorf("hostname on %s = %q (exit %d, %s), want %q", n, res.Stdout, res.Code, res.Stderr, n)
@@ -82,6 +85,11 @@ func TestAgentLikeSSH(t *testing.T) {
 			t.Errorf("%s: rig-agent %s %q = exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
 				tc.name, tc.host, tc.words, res.Code, res.Stdout, res.Stderr, tc.code, tc.stdout, tc.stderr)
 		}
+	}
+	direct := exec.Command(r.Agent(), "righost", "hostname")
+	direct.Env = r.Env()
+	if out, err := direct.Output(); err != nil || string(out) != "righost\n" {
+		t.Errorf("%s righost hostname: %q, %v; want righost", r.Agent(), out, err)
 	}
 	big := strings.Repeat("0123456789abcdef", 1<<16)
 	if res := r.Run("node1", big, "wc -c"); strings.TrimSpace(res.Stdout) != fmt.Sprint(len(big)) {

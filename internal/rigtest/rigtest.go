@@ -169,6 +169,10 @@ func (r *Rig) Script(ctx context.Context, name string, args ...string) *exec.Cmd
 	return cmd
 }
 
+// Agent is the path of rig-agent, for a launcher's launch-agent option
+// (Open MPI's plm_rsh_agent, gompirun's --launch-agent).
+func (r *Rig) Agent() string { return filepath.Join(r.Dir, "rig-agent") }
+
 // Command builds `rig-agent HOST WORDS...`: WORDS run through sh -c on HOST.
 func (r *Rig) Command(ctx context.Context, host string, words ...string) *exec.Cmd {
 	return r.Script(ctx, "rig-agent", append([]string{host}, words...)...)
