@@ -113,9 +113,9 @@ func capable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root (namespaces and a bridge need root)")
 	}
-	for _, tool := range []string{"ip", "unshare", "nsenter", "flock", "setsid"} {
+	for _, tool := range []string{"ip", "unshare", "nsenter", "flock", "setsid", "ps"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s not found (iproute2, util-linux)", tool)
+			return fmt.Errorf("%s not found (Debian: iproute2, util-linux, procps)", tool)
 		}
 	}
 	out, err := exec.Command("unshare", "--net", "--uts", "--ipc", "--mount", "--propagation", "private", "true").CombinedOutput()
