@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build demo test test-short vet race clean device-build
+.PHONY: deps build demo test test-short vet race clean device-build rig-up rig-down rig-test
 
 # deps installs the C library gompix links (UCX) when its headers are
 # missing, and pkg-config, through which cgo finds UCX's flags.
@@ -31,6 +31,18 @@ vet:
 GOTESTSUM := $(GO) tool -modfile=tools/go.mod gotestsum
 test: deps vet
 	$(GOTESTSUM) --format testname --format-hide-empty-pkg -- -race -count=1 -timeout 20m ./...
+
+# The multi-node test rig (docs/guide/multi-node-rig.md): RIG_NODES nodes as
+# namespaces on a private bridge. rig-test runs the rig's tests, Slurm's
+# included (it installs Slurm and munge when missing).
+RIG_NODES ?= 2
+rig-up:
+	$(SUDO) scripts/rig/rig.sh up $(RIG_NODES)
+rig-down:
+	$(SUDO) scripts/rig/slurm.sh down
+	$(SUDO) scripts/rig/rig.sh down
+rig-test:
+	GOMPIX_RIG_SLURM=1 $(GO) test -race -count=1 -v ./internal/rigtest/
 
 clean:
 	rm -rf $(BIN) .device

@@ -54,6 +54,8 @@ var allowed = map[string][]string{
 	"internal/cpubind": {},
 	// buildinfo: the commands' --version line, from the standard library.
 	"internal/buildinfo": {},
+	// rigtest: the multi-node test rig (scripts/rig) for tests.
+	"internal/rigtest": {},
 }
 
 // cgoAllowed are the only packages that may say import "C".
