@@ -125,3 +125,23 @@ func assertGoneByFiles(t *testing.T, dir string, n int) {
 		}
 	}
 }
+
+// A real gompix program (examples/ring: Init, point-to-point around the
+// ring, Finalize) runs as 4 ranks over two hosts, each host with one agent.
+func TestMultiHostMPIProgram(t *testing.T) {
+	ring := filepath.Join(t.TempDir(), "ring")
+	build := exec.Command("go", "build", "-o", ring, "github.com/gompix/gompix/examples/ring")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/ring: %v\n%s", err, out)
+	}
+	agent, log := fakeAgent(t)
+	cmd := gompirunCmd("--tag-output", "-H", "nodeA:2,nodeB:2", "--map-by", "node", "--launch-agent", agent, "--iface", "lo", ring, "-laps", "3")
+	out, err := cmd.CombinedOutput()
+	if code := exitCode(t, err); code != 0 || !strings.Contains(string(out), "[1,0]<stdout>:ring: token went 3 times around 4 ranks") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	hosts, _ := os.ReadFile(log)
+	if got := strings.Fields(string(hosts)); len(got) != 2 || got[0] == got[1] {
+		t.Errorf("agents run for %q, want one for each of nodeA and nodeB", got)
+	}
+}
