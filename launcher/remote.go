@@ -148,13 +148,26 @@ func (a *hostAgent) startProcess(argv []string) error {
 	return nil
 }
 
+// sendTimeout bounds a write to an agent that does not read its stdin (a
+// hung host), so the launcher's loop is never stuck behind it.
+const sendTimeout = 5 * time.Second
+
 // send writes one JSON line to the agent; failures (an agent that is gone)
 // show up as its end, so they are not reported here.
 func (a *hostAgent) send(v any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.in != nil {
+		a.in.SetWriteDeadline(time.Now().Add(sendTimeout))
 		writeJSONLine(a.in, v)
+	}
+}
+
+// kill kills the agent process here (with ssh, the remote agent then sees
+// its stdin end and cleans up); its reader then fails the ranks left.
+func (a *hostAgent) kill() {
+	if a.cmd != nil && a.cmd.Process != nil {
+		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 
@@ -288,10 +301,17 @@ func (a *hostAgent) finish(wait time.Duration) {
 		return
 	case <-time.After(wait):
 	}
-	if a.cmd != nil && a.cmd.Process != nil {
-		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	a.kill()
 	<-a.done
+}
+
+// dropAgents kills the agents that still have ranks running.
+func (j *job) dropAgents() {
+	for r, p := range j.procs {
+		if rp, ok := p.(*remoteProc); ok && !j.exited[r] {
+			rp.a.kill()
+		}
+	}
 }
 
 // addRemote registers rank with its host's agent (made on first use);

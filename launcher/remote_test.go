@@ -232,3 +232,24 @@ func TestAgentBadJob(t *testing.T) {
 		}
 	}
 }
+
+// A host whose agent stops answering (it reads no control line and reports
+// nothing) does not hang the job: once its ranks outlive SIGKILL by a grace
+// period, the launcher drops the agent.
+func TestHungHostDropped(t *testing.T) {
+	hung := filepath.Join(t.TempDir(), "hung-agent")
+	if err := os.WriteFile(hung, []byte("#!/bin/sh\nprintf 'gompix-host-agent 1\\n'\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, errOut, _ := remoteJob(t, `exit 3`)
+	cfg.NP = 2
+	cfg.Hosts = []HostSlots{{"localhost", 1}, {"nodeB", 1}}
+	cfg.AgentPath, cfg.Grace = hung, 300*time.Millisecond
+	code, err, took := run(t, cfg)
+	if code != 3 || err == nil || !strings.Contains(err.Error(), "host nodeB: launch agent signal: killed before the rank ended") {
+		t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
+	}
+	if took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+}

@@ -414,7 +414,7 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 	var errs []error
 	terminating := false
 	var grace *time.Timer
-	var graceC <-chan time.Time
+	var graceC, lostC <-chan time.Time
 	defer func() {
 		if grace != nil {
 			grace.Stop()
@@ -495,6 +495,13 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 		case <-graceC:
 			graceC = nil
 			j.signalRunning(syscall.SIGKILL)
+			lostC = time.After(j.cfg.Grace)
+
+		case <-lostC:
+			// A host whose ranks outlive SIGKILL by a grace period is
+			// not answering: drop its agent, which fails its ranks.
+			lostC = nil
+			j.dropAgents()
 
 		case sig := <-j.cfg.Signals:
 			// Not remembered as sent: a rank this kills (it has no
