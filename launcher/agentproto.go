@@ -41,6 +41,16 @@ const (
 	frameExit     = 'x' // the rank ended; payload: "code signal" in decimal
 	frameStartErr = 'f' // the rank could not start; payload: class, space, message
 	frameDone     = 'd' // the agent has cleaned up and is leaving
+	frameStdinAck = 'a' // a chunk of rank 0's stdin was passed on
+)
+
+// stdinWindow is how many chunks of rank 0's stdin (stdinChunk bytes each)
+// the launcher sends ahead of the agent's acknowledgements: the agent
+// never buffers more, however slowly rank 0 reads, and its control loop
+// never waits for rank 0.
+const (
+	stdinWindow = 4
+	stdinChunk  = 32 << 10
 )
 
 // Start-failure classes in a frameStartErr, so that the launcher exits with
@@ -65,6 +75,7 @@ type agentJob struct {
 	Dir     string        `json:"dir"`   // the launcher's working directory, used where it exists
 	Grace   time.Duration `json:"grace"` // between SIGTERM and SIGKILL
 	GPUBind bool          `json:"gpu_bind"`
+	Stdin   bool          `json:"stdin"` // rank 0 is here and reads the launcher's stdin ("stdin" lines)
 	Ranks   []agentRank   `json:"ranks"`
 }
 
@@ -75,11 +86,13 @@ type agentRank struct {
 	Env       []string `json:"env"` // set over the agent's own environment
 }
 
-// agentControl is a control line to the agent.
+// agentControl is a control line to the agent: "signal" (Signal to
+// Rank's group), "stdin" (Data for rank 0's stdin), "stdin-eof", "end".
 type agentControl struct {
-	Op     string `json:"op"` // "signal" or "end"
+	Op     string `json:"op"`
 	Rank   int    `json:"rank,omitempty"`
 	Signal int    `json:"signal,omitempty"`
+	Data   []byte `json:"data,omitempty"`
 }
 
 // frameWriter writes frames from several goroutines, one whole frame at a

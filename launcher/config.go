@@ -104,7 +104,9 @@ type Config struct {
 	// up in PATH.
 	Program string
 	Args    []string
-	// Stdin feeds rank 0; the other ranks read /dev/null. Nil gives rank 0
+	// Stdin feeds rank 0, on this host or another (through its host
+	// agent, which buffers no more than a few chunks ahead of rank 0's
+	// reading); the other ranks read /dev/null. Nil gives rank 0
 	// /dev/null too. An *os.File that is a file or a pipe is handed to rank
 	// 0 directly; a terminal, or any other reader, is copied through a pipe
 	// by a goroutine that ends at EOF or when rank 0 exits, unless it is

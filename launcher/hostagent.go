@@ -77,6 +77,30 @@ type agent struct {
 	out     *frameWriter
 	procs   []*agentProc
 	readers sync.WaitGroup // output copiers
+	stdin   *stdinFeed     // rank 0's stdin, when it is here and reads it
+}
+
+// stdinFeed passes the launcher's "stdin" chunks to rank 0 on its own
+// goroutine, acknowledging each one; a nil chunk closes rank 0's stdin.
+type stdinFeed struct {
+	chunks chan []byte
+	w      *os.File
+}
+
+func (a *agent) feedStdin(f *stdinFeed) {
+	broken := false // rank 0 is gone: acknowledge, drop
+	for b := range f.chunks {
+		switch {
+		case b == nil:
+			f.w.Close()
+			broken = true
+			continue
+		case !broken:
+			_, err := f.w.Write(b)
+			broken = err != nil
+		}
+		a.out.frame(frameStdinAck, 0, nil)
+	}
 }
 
 // agentProc is one started rank.
@@ -98,6 +122,17 @@ func (a *agent) start(r agentRank, gpuCount func([]string) int) {
 	cmd := exec.Command(a.job.Program, a.job.Args...)
 	cmd.Env = env
 	cmd.SysProcAttr = rankProcAttr()
+	if r.Rank == 0 && a.job.Stdin {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			a.startFailed(r.Rank, err)
+			return
+		}
+		defer inR.Close() // the rank has its own copy
+		cmd.Stdin = inR
+		a.stdin = &stdinFeed{chunks: make(chan []byte, stdinWindow+1), w: inW}
+		go a.feedStdin(a.stdin)
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		a.startFailed(r.Rank, err)
@@ -188,6 +223,8 @@ func (a *agent) control(in *bufio.Reader, stops <-chan os.Signal) {
 			switch c.Op {
 			case "signal":
 				a.signal(c.Rank, syscall.Signal(c.Signal))
+			case "stdin", "stdin-eof":
+				a.passStdin(c)
 			case "end":
 				a.killAll(syscall.SIGKILL)
 				return
@@ -199,6 +236,25 @@ func (a *agent) control(in *bufio.Reader, stops <-chan os.Signal) {
 			a.terminate()
 			return
 		}
+	}
+}
+
+// passStdin queues a chunk (or the end) of rank 0's stdin. The launcher
+// keeps within stdinWindow, so the queue has room; beyond it (a launcher
+// out of step) a chunk is dropped rather than the control loop stalled.
+func (a *agent) passStdin(c agentControl) {
+	if a.stdin == nil {
+		return
+	}
+	b := c.Data
+	if c.Op == "stdin-eof" {
+		b = nil
+	} else if len(b) == 0 {
+		return
+	}
+	select {
+	case a.stdin.chunks <- b:
+	default:
 	}
 }
 
@@ -245,6 +301,9 @@ func (a *agent) finish() {
 	select {
 	case <-drained:
 	case <-time.After(a.job.Grace):
+	}
+	if a.stdin != nil {
+		a.stdin.w.Close() // unblocks a write rank 0 will never read
 	}
 	removeSegments(filepath.Join(shmDir, wireup.ShmPrefix(a.job.JobID)) + "*")
 	a.out.frame(frameDone, 0, nil)

@@ -26,8 +26,9 @@ type hostAgent struct {
 	procs map[int]*remoteProc
 
 	cmd    *exec.Cmd
-	mu     sync.Mutex // serialises writes to in
-	in     *os.File   // the agent's stdin (nil once closed)
+	acks   chan struct{} // frameStdinAck, for forwardStdin
+	mu     sync.Mutex    // serialises writes to in
+	in     *os.File      // the agent's stdin (nil once closed)
 	done   chan struct{}
 	status string // how the agent process ended, set before done closes
 }
@@ -71,6 +72,44 @@ func (p *remoteProc) end(st ExitStatus, err error) {
 	}
 	p.st, p.err = st, err
 	close(p.done)
+}
+
+// forwardStdin sends r (rank 0's input) to the agent in chunks, at most
+// stdinWindow ahead of its acknowledgements, then its end. It stops when
+// r ends or fails (the launcher closes its own pipe when the job ends),
+// when rank 0 has ended, or when the agent is gone; closeR is called on
+// the way out.
+func (a *hostAgent) forwardStdin(r io.Reader, closeR func()) {
+	defer closeR()
+	rank0 := a.procs[0].done
+	buf := make([]byte, stdinChunk)
+	credits := stdinWindow
+	for {
+		for credits == 0 {
+			select {
+			case <-a.acks:
+				credits++
+			case <-rank0:
+				return
+			case <-a.done:
+				return
+			}
+		}
+		select {
+		case <-rank0:
+			return
+		default:
+		}
+		n, err := r.Read(buf)
+		if n > 0 {
+			a.send(agentControl{Op: "stdin", Data: buf[:n]})
+			credits--
+		}
+		if err != nil {
+			a.send(agentControl{Op: "stdin-eof"})
+			return
+		}
+	}
 }
 
 // add registers a rank on this host; the agent starts it in launch.
@@ -251,6 +290,11 @@ func (a *hostAgent) frames(r io.Reader) error {
 			p.end(st, nil)
 		case frameStartErr:
 			p.end(ExitStatus{}, remoteStartError(a.host, string(payload)))
+		case frameStdinAck:
+			select {
+			case a.acks <- struct{}{}:
+			default:
+			}
 		case frameDone:
 			return nil
 		default:
@@ -321,7 +365,7 @@ func (j *job) addRemote(l *launch, rank int, pl placement) {
 	if i < 0 {
 		i = len(j.agents)
 		j.agents = append(j.agents, &hostAgent{
-			host: pl.host, sink: j.sink, procs: make(map[int]*remoteProc),
+			host: pl.host, sink: j.sink, procs: make(map[int]*remoteProc), acks: make(chan struct{}, stdinWindow),
 			job: agentJob{
 				JobID: l.jobID, Secret: l.secret, Program: j.cfg.Program, Args: j.cfg.Args,
 				Grace: j.cfg.Grace, GPUBind: j.cfg.GPUBind == GPUBindLocal,
@@ -335,6 +379,9 @@ func (j *job) addRemote(l *launch, rank int, pl placement) {
 	env := slices.DeleteFunc(j.rankEnv(l, rank, pl), func(kv string) bool {
 		return strings.HasPrefix(kv, wireupSecretVar+"=")
 	})
+	if rank == 0 && l.stdin != nil {
+		j.agents[i].job.Stdin = true
+	}
 	p := j.agents[i].add(rank, pl.localRank, env)
 	j.procs = append(j.procs, p)
 	go func() {
@@ -343,10 +390,11 @@ func (j *job) addRemote(l *launch, rank int, pl placement) {
 	}()
 }
 
-// launchAgents starts every host's agent, or, when starting the local
-// ranks failed (startErr), ends the remote ranks as never started: the
-// job is being torn down.
-func (j *job) launchAgents(startErr error) {
+// launchAgents starts every host's agent (and the copying of the
+// launcher's stdin to a remote rank 0), or, when starting the local ranks
+// failed (startErr), ends the remote ranks as never started: the job is
+// being torn down.
+func (j *job) launchAgents(l *launch, startErr error) {
 	if startErr != nil {
 		for _, a := range j.agents {
 			for _, p := range a.procs {
@@ -366,6 +414,13 @@ func (j *job) launchAgents(startErr error) {
 	}
 	for _, a := range j.agents {
 		a.launch(agentArgv(j.cfg.LaunchAgent, a.host, path))
+		if a.job.Stdin {
+			closeR := func() {}
+			if f, ok := l.stdin.(*os.File); ok && f != j.cfg.Stdin {
+				closeR = func() { f.Close() } // the launcher's own pipe
+			}
+			go a.forwardStdin(l.stdin, closeR)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package launcher
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -251,5 +253,22 @@ func TestHungHostDropped(t *testing.T) {
 	}
 	if took > 5*time.Second {
 		t.Errorf("took %v", took)
+	}
+}
+
+// The launcher's stdin reaches a remote rank 0, whole and in order, also
+// when it is larger than the agent may buffer; the other ranks read none.
+func TestRemoteStdin(t *testing.T) {
+	input := strings.Repeat("0123456789abcdef", 1<<16) + "end\n" // 1 MiB and a line
+	cfg, out, errOut, _ := remoteJob(t, `if [ "$GOMPIX_RANK" = 0 ]; then sleep 0.2; sha1sum; else echo "rank $GOMPIX_RANK: $(wc -c)"; fi`)
+	cfg.Stdin = strings.NewReader(input)
+	code, err, _ := run(t, cfg)
+	if code != 0 || err != nil {
+		t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
+	}
+	sum := sha1.Sum([]byte(input))
+	want := []string{hex.EncodeToString(sum[:]) + "  -", "rank 1: 0", "rank 2: 0", "rank 3: 0"}
+	if got := sorted(out.lines()); !slices.Equal(got, want) {
+		t.Fatalf("output %q, want %q", got, want)
 	}
 }

@@ -215,10 +215,13 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 			break
 		}
 	}
-	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin {
-		f.Close() // our copy of the pipe's read end; rank 0 has its own
+	// Our copy of the pipe's read end: a local rank 0 has its own; for a
+	// remote one the launcher reads it (launchAgents).
+	remote0 := !j.places[0].local && j.cfg.starter == nil
+	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin && (!remote0 || startErr != nil) {
+		f.Close()
 	}
-	j.launchAgents(startErr)
+	j.launchAgents(l, startErr)
 
 	code, err := j.supervise(ctx, l.exits, startErr)
 	j.endJob(l)
