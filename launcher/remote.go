@@ -173,9 +173,12 @@ func (a *hostAgent) startProcess(argv []string) error {
 	defer errW.Close()
 	a.cmd = exec.Command(argv[0], argv[1:]...)
 	a.cmd.Stdin, a.cmd.Stdout, a.cmd.Stderr = inR, outW, errW
-	// Its own group: a terminal's ^C is the launcher's to forward; the
-	// agent must outlive the launcher to clean up after it.
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own session, so its own group: a terminal's ^C is the
+	// launcher's to forward, and the agent must outlive the launcher to
+	// clean up after it. Without a terminal, an ssh that would ask for a
+	// password fails (naming the host) instead of stopping, unseen, on
+	// SIGTTIN.
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := a.cmd.Start(); err != nil {
 		inW.Close()
 		outR.Close()

@@ -17,16 +17,18 @@ import (
 )
 
 // fakeAgent writes an ssh-like launch agent: it records the host and its
-// whole command line in the returned log, fails as ssh does (255) for a
-// host named "unreachable", and otherwise runs the remote command here in
-// a bare environment, as a remote shell would.
+// whole command line in the returned log (and its pid, which the host
+// agent it execs keeps, in log.pids), fails as ssh does (255) for a host
+// named "unreachable", and otherwise runs the remote command here in a
+// bare environment, as a remote shell would.
 func fakeAgent(t *testing.T) (agent, log string) {
 	t.Helper()
 	dir := t.TempDir()
 	agent, log = filepath.Join(dir, "fake-ssh"), filepath.Join(dir, "agents.log")
 	script := fmt.Sprintf(`#!/bin/sh
 host=$1; shift
-echo "$host $*" >>%s
+echo "$host $*" >>%[1]s
+echo $$ >>%[1]s.pids
 if [ "$host" = unreachable ]; then echo "ssh: connect to host $host: No route to host" >&2; exit 255; fi
 exec env -i PATH="$PATH" HOME="$HOME" sh -c "$*"
 `, shellQuote(log))
@@ -163,22 +165,35 @@ func TestRemoteInterrupt(t *testing.T) {
 }
 
 // A host the launch agent cannot reach ends the job with an error naming
-// it and the agent's own complaint; the ranks started elsewhere are gone.
+// it and the agent's own complaint; the ranks started elsewhere (here and
+// on another host) and the other host's agent are gone.
 func TestUnreachableHost(t *testing.T) {
-	cfg, out, errOut, _ := remoteJob(t, `echo $$; exec sleep 60`)
-	cfg.Hosts = []HostSlots{{"localhost", 2}, {"unreachable", 2}}
-	start := time.Now()
-	code, err, _ := run(t, cfg)
-	if code == 0 || err == nil || !strings.Contains(err.Error(), "host unreachable: launch agent exit status 255") {
-		t.Fatalf("Run = %d, %v", code, err)
+	for _, first := range []string{"localhost", "nodeA"} {
+		pids := t.TempDir()
+		cfg, _, errOut, log := remoteJob(t, `echo $$ >"$0/$GOMPIX_RANK"; exec sleep 60`)
+		cfg.Args = append(cfg.Args, pids)
+		cfg.Hosts = []HostSlots{{first, 2}, {"unreachable", 2}}
+		start := time.Now()
+		code, err, _ := run(t, cfg)
+		if code == 0 || err == nil || !strings.Contains(err.Error(), "host unreachable: launch agent exit status 255") {
+			t.Fatalf("%s: Run = %d, %v", first, code, err)
+		}
+		if !strings.Contains(errOut.String(), "gompirun: unreachable: ssh: connect to host unreachable") {
+			t.Errorf("%s: stderr %q lacks the agent's message", first, errOut)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s: took %v", first, took)
+		}
+		var lines []string
+		files, _ := filepath.Glob(filepath.Join(pids, "*"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			lines = append(lines, strings.TrimSpace(string(b)))
+		}
+		b, _ := os.ReadFile(log + ".pids")
+		lines = append(lines, strings.Fields(string(b))...)
+		assertGone(t, pidsFrom(t, lines))
 	}
-	if !strings.Contains(errOut.String(), "gompirun: unreachable: ssh: connect to host unreachable") {
-		t.Errorf("stderr %q lacks the agent's message", errOut)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %v", took)
-	}
-	assertGone(t, pidsFrom(t, out.lines()))
 }
 
 // An agent that is not gompirun's (here: echo, which prints and exits)
