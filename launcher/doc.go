@@ -56,10 +56,12 @@
 //
 // Concurrency: Run is safe to call from several goroutines at once (each
 // call is an independent job). It owns one goroutine per rank waiting for the
-// process, two per local rank copying output, two per host agent reading
-// its stdout and stderr, and the supervising loop on the caller's
-// goroutine; all of them have ended when Run returns, except a copy
-// of a non-*os.File Config.Stdin blocked in its Read (see Config.Stdin).
+// process, two per local rank copying output, three per host agent
+// (reading its stdout and stderr, writing its stdin), one passing stdin to
+// a remote rank 0, and the supervising loop on the caller's goroutine; all
+// of them have ended when Run returns, except one blocked in a Read of
+// Config.Stdin (a non-*os.File one copied for rank 0, or a pipe passed to
+// a remote rank 0; see Config.Stdin).
 // Output lines are written to Config.Stdout/Stderr one Write per line under
 // one lock, so lines of different ranks never interleave.
 package launcher

@@ -27,8 +27,9 @@ type hostAgent struct {
 
 	cmd    *exec.Cmd
 	acks   chan struct{} // frameStdinAck, for forwardStdin
-	mu     sync.Mutex    // serialises writes to in
-	in     *os.File      // the agent's stdin (nil once closed)
+	mu     sync.Mutex    // guards queue and closed
+	queue  chan any      // lines for the agent's stdin, written by writer
+	closed bool          // queue is closed
 	done   chan struct{}
 	status string // how the agent process ended, set before done closes
 }
@@ -102,7 +103,7 @@ func (a *hostAgent) forwardStdin(r io.Reader, closeR func()) {
 		}
 		n, err := r.Read(buf)
 		if n > 0 {
-			a.send(agentControl{Op: "stdin", Data: buf[:n]})
+			a.send(agentControl{Op: "stdin", Data: bytes.Clone(buf[:n])}) // queued: not buf, which the next Read fills
 			credits--
 		}
 		if err != nil {
@@ -185,23 +186,56 @@ func (a *hostAgent) startProcess(argv []string) error {
 		errR.Close()
 		return err
 	}
-	a.in = inW
+	a.queue = make(chan any, agentQueue)
+	go a.writer(inW)
 	go a.read(outR, errR)
 	return nil
 }
 
-// sendTimeout bounds a write to an agent that does not read its stdin (a
-// hung host), so the launcher's loop is never stuck behind it.
-const sendTimeout = 5 * time.Second
+// agentQueue is how many lines may wait for an agent that is slow to read
+// (connecting, or hung); stdin chunks are bounded apart (stdinWindow).
+const agentQueue = 256
 
-// send writes one JSON line to the agent; failures (an agent that is gone)
-// show up as its end, so they are not reported here.
+// writer writes the queued lines to the agent's stdin, each within its
+// deadline, and closes it when the queue closes. Writing on its own
+// goroutine keeps the launcher's loop from waiting for a launch agent that
+// is still connecting (the job can exceed a pipe) or for a hung host.
+func (a *hostAgent) writer(in *os.File) {
+	defer in.Close()
+	failed := false
+	for v := range a.queue {
+		if failed {
+			continue // the agent is gone; its reader reports that
+		}
+		timeout := sendTimeout
+		if _, isJob := v.(agentJob); isJob {
+			timeout = jobSendTimeout
+		}
+		in.SetWriteDeadline(time.Now().Add(timeout))
+		failed = writeJSONLine(in, v) != nil
+	}
+}
+
+// sendTimeout bounds a write to an agent that does not read its stdin (a
+// hung host), so the launcher's loop is never stuck behind it;
+// jobSendTimeout bounds the job's delivery, which waits for the launch
+// agent to connect.
+const (
+	sendTimeout    = 5 * time.Second
+	jobSendTimeout = 2 * time.Minute
+)
+
+// send queues one JSON line for the agent without waiting. Failures (an
+// agent that is gone) show up as its end, so they are not reported here; a
+// line that finds the queue full (an agent not reading) is dropped.
 func (a *hostAgent) send(v any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.in != nil {
-		a.in.SetWriteDeadline(time.Now().Add(sendTimeout))
-		writeJSONLine(a.in, v)
+	if a.queue != nil && !a.closed {
+		select {
+		case a.queue <- v:
+		default:
+		}
 	}
 }
 
@@ -213,13 +247,14 @@ func (a *hostAgent) kill() {
 	}
 }
 
-// closeInput closes the agent's stdin: after "end", or to make it clean up.
+// closeInput closes the agent's stdin once the queued lines are written:
+// after "end", or to make it clean up.
 func (a *hostAgent) closeInput() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.in != nil {
-		a.in.Close()
-		a.in = nil
+	if a.queue != nil && !a.closed {
+		a.closed = true
+		close(a.queue)
 	}
 }
 

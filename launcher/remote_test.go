@@ -250,9 +250,9 @@ func TestAgentBadJob(t *testing.T) {
 	}
 }
 
-// A host whose agent stops answering (it reads no control line and reports
-// nothing) does not hang the job: once its ranks outlive SIGKILL by a grace
-// period, the launcher drops the agent.
+// A host whose agent stops answering (it reads neither its job nor control
+// lines, and reports nothing) does not hang the job: once its ranks
+// outlive SIGKILL by a grace period, the launcher drops the agent.
 func TestHungHostDropped(t *testing.T) {
 	hung := filepath.Join(t.TempDir(), "hung-agent")
 	if err := os.WriteFile(hung, []byte("#!/bin/sh\nprintf 'gompix-host-agent 1\\n'\nexec sleep 60\n"), 0o755); err != nil {
@@ -262,6 +262,9 @@ func TestHungHostDropped(t *testing.T) {
 	cfg.NP = 2
 	cfg.Hosts = []HostSlots{{"localhost", 1}, {"nodeB", 1}}
 	cfg.AgentPath, cfg.Grace = hung, 300*time.Millisecond
+	// A job larger than a pipe holds, which the agent never reads: the
+	// launcher must not wait for it to be taken.
+	cfg.Env = []string{"GOMPIX_TEST_BIG1=" + strings.Repeat("x", 100<<10), "GOMPIX_TEST_BIG2=" + strings.Repeat("y", 100<<10)}
 	code, err, took := run(t, cfg)
 	if code != 3 || err == nil || !strings.Contains(err.Error(), "host nodeB: launch agent signal: killed before the rank ended") {
 		t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
