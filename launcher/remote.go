@@ -30,6 +30,7 @@ type hostAgent struct {
 	mu     sync.Mutex    // guards queue and closed
 	queue  chan any      // lines for the agent's stdin, written by writer
 	closed bool          // queue is closed
+	wdone  chan struct{} // closed when writer has ended
 	done   chan struct{}
 	status string // how the agent process ended, set before done closes
 }
@@ -186,7 +187,7 @@ func (a *hostAgent) startProcess(argv []string) error {
 		errR.Close()
 		return err
 	}
-	a.queue = make(chan any, agentQueue)
+	a.queue, a.wdone = make(chan any, agentQueue), make(chan struct{})
 	go a.writer(inW)
 	go a.read(outR, errR)
 	return nil
@@ -201,6 +202,7 @@ const agentQueue = 256
 // goroutine keeps the launcher's loop from waiting for a launch agent that
 // is still connecting (the job can exceed a pipe) or for a hung host.
 func (a *hostAgent) writer(in *os.File) {
+	defer close(a.wdone)
 	defer in.Close()
 	failed := false
 	for v := range a.queue {
@@ -380,11 +382,19 @@ func (a *hostAgent) finish(wait time.Duration) {
 	a.closeInput()
 	select {
 	case <-a.done:
-		return
 	case <-time.After(wait):
+		a.kill()
 	}
-	a.kill()
+	a.wait()
+}
+
+// wait waits for the agent's goroutines: its reader, then its writer,
+// whose writes fail at once when the agent is gone.
+func (a *hostAgent) wait() {
 	<-a.done
+	if a.wdone != nil {
+		<-a.wdone
+	}
 }
 
 // dropAgents kills the agents that still have ranks running.
