@@ -117,9 +117,6 @@ type Config struct {
 	// os.Stdout and os.Stderr. Launcher messages (which rank failed, the
 	// timeout) go to Stderr too.
 	Stdout, Stderr io.Writer
-
-	// starter overrides how ranks are started (tests).
-	starter func(host string) Starter
 }
 
 // withDefaults returns cfg with zero fields given their defaults, checked.

@@ -167,13 +167,6 @@ func newSecret(n int) (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-func (j *job) starterFor(p placement) Starter {
-	if j.cfg.starter != nil {
-		return j.cfg.starter(p.host)
-	}
-	return LocalStarter{}
-}
-
 func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	secret, err := newSecret(32)
 	if err != nil {
@@ -207,7 +200,7 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	}
 	var startErr error
 	for rank, pl := range j.places {
-		if !pl.local && j.cfg.starter == nil {
+		if !pl.local {
 			j.addRemote(l, rank, pl)
 			continue
 		}
@@ -217,7 +210,7 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	}
 	// Our copy of the pipe's read end: a local rank 0 has its own; for a
 	// remote one the launcher reads it (launchAgents).
-	remote0 := !j.places[0].local && j.cfg.starter == nil
+	remote0 := !j.places[0].local
 	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin && (!remote0 || startErr != nil) {
 		f.Close()
 	}
@@ -267,7 +260,7 @@ func (j *job) listen(secret string) (string, error) {
 	return srv.Addr(), nil
 }
 
-// startRank starts rank on its placement, with its output copied to the
+// startRank starts a rank placed on this host, with its output copied to the
 // sink and its exit reported on l.exits.
 func (j *job) startRank(l *launch, rank int, pl placement) error {
 	forward := j.rankEnv(l, rank, pl)
@@ -296,7 +289,7 @@ func (j *job) startRank(l *launch, rank int, pl placement) error {
 		return err
 	}
 	spec.Stdout, spec.Stderr = outW, errW
-	p, err := j.starterFor(pl).Start(spec)
+	p, err := LocalStarter{}.Start(spec)
 	outW.Close() // the rank holds its own copies
 	errW.Close()
 	if err != nil {
