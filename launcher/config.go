@@ -34,12 +34,20 @@ type HostSlots struct {
 
 // Config describes one job.
 type Config struct {
-	// NP is the number of ranks. Zero means the total of the hosts' slots,
-	// or the number of CPUs when no host is given (as mpirun does).
+	// NP is the number of ranks. Zero means PerNode ranks on every host
+	// when PerNode is set, else the total of the hosts' slots, or the
+	// number of CPUs when no host is given (as mpirun does).
 	NP int
-	// Hosts lists where ranks run, filled in order, each up to its slots.
-	// Empty means this host with NP slots. Duplicate names are merged.
+	// Hosts lists where ranks run, each up to its slots, in the order
+	// MapBy says. Empty means this host with NP slots. A name listed twice
+	// is an error.
 	Hosts []HostSlots
+	// MapBy is MapBySlot (the default when empty: fill each host's slots
+	// in turn) or MapByNode (one rank per host in turn).
+	MapBy string
+	// PerNode, when positive, runs that many ranks on every host (mpirun's
+	// -N / --npernode), within the hosts' slots unless Oversubscribe.
+	PerNode int
 	// Env are mpirun's -x entries: NAME=VAL sets a variable in every rank;
 	// NAME copies the launcher's own value (an error if it is unset).
 	Env []string
@@ -54,10 +62,25 @@ type Config struct {
 	// Grace is the time between SIGTERM and SIGKILL when the job is being
 	// terminated. Zero means DefaultGrace.
 	Grace time.Duration
-	// LaunchAgent is the command that starts a rank on a remote host
-	// ("ssh" by default; e.g. "ssh -p 2222"). Ranks on this host are
-	// started directly.
+	// LaunchAgent is the command that starts gompirun's host agent on a
+	// remote host, one per host ("ssh" by default; e.g. "ssh -p 2222"). It
+	// is run as words of LaunchAgent, the host, and the remote command as
+	// one shell command line, as ssh takes them. A word holding "%h"
+	// instead gets the host in place of "%h", and the remote command
+	// follows as separate words, for agents that exec it without a shell
+	// (srun --nodelist=%h). Ranks on this host are started directly.
 	LaunchAgent string
+	// AgentPath is the gompirun binary the launch agent runs on a remote
+	// host in its host-agent mode (HostAgentArg). Empty means this
+	// process's own executable: the same path on every host, as Open MPI
+	// assumes the same prefix.
+	AgentPath string
+	// Iface is where the wire-up store listens when some rank is remote:
+	// an interface name (eth0) or a network in CIDR form (10.0.0.0/8)
+	// holding one of this host's addresses. Empty means loopback for a
+	// job on this host only, else the address this host reaches the first
+	// remote host from.
+	Iface string
 	// GPUBind is the GPU binding policy: GPUBindLocal (default when empty)
 	// or GPUBindNone.
 	GPUBind string
@@ -81,7 +104,9 @@ type Config struct {
 	// up in PATH.
 	Program string
 	Args    []string
-	// Stdin feeds rank 0; the other ranks read /dev/null. Nil gives rank 0
+	// Stdin feeds rank 0, on this host or another (through its host
+	// agent, which buffers no more than a few chunks ahead of rank 0's
+	// reading); the other ranks read /dev/null. Nil gives rank 0
 	// /dev/null too. An *os.File that is a file or a pipe is handed to rank
 	// 0 directly; a terminal, or any other reader, is copied through a pipe
 	// by a goroutine that ends at EOF or when rank 0 exits, unless it is
@@ -92,9 +117,6 @@ type Config struct {
 	// os.Stdout and os.Stderr. Launcher messages (which rank failed, the
 	// timeout) go to Stderr too.
 	Stdout, Stderr io.Writer
-
-	// starter overrides how ranks are started (tests).
-	starter func(host string) Starter
 }
 
 // withDefaults returns cfg with zero fields given their defaults, checked.
@@ -114,6 +136,16 @@ func (cfg Config) withDefaults() (Config, error) {
 			errs = append(errs, fmt.Errorf("host %s: %d slots; need at least 1", h.Name, h.Slots))
 		}
 	}
+	if cfg.PerNode < 0 {
+		errs = append(errs, fmt.Errorf("-N %d is negative", cfg.PerNode))
+	}
+	switch cfg.MapBy {
+	case "":
+		cfg.MapBy = MapBySlot
+	case MapBySlot, MapByNode:
+	default:
+		errs = append(errs, fmt.Errorf("unknown mapping %q (want %s or %s)", cfg.MapBy, MapBySlot, MapByNode))
+	}
 	if cfg.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("negative timeout %v", cfg.Timeout))
 	}
@@ -131,9 +163,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, err
 	}
 	if cfg.NP == 0 {
-		if len(cfg.Hosts) == 0 {
+		switch {
+		case cfg.PerNode > 0:
+			cfg.NP = cfg.PerNode * max(1, len(cfg.Hosts))
+		case len(cfg.Hosts) == 0:
 			cfg.NP = runtime.NumCPU()
-		} else {
+		default:
 			for _, h := range cfg.Hosts {
 				cfg.NP += h.Slots
 			}

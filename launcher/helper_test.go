@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,20 @@ import (
 const helperEnv = "GOMPIX_LAUNCHER_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HostAgentArg {
+		// The host agent the fake launch agent starts: this binary, as
+		// gompirun's own would be. A rank's GOMPIX_TEST_GPUS fakes the
+		// host's GPU count.
+		os.Exit(AgentMain(os.Stdin, os.Stdout, os.Stderr, func(env []string) int {
+			for _, kv := range env {
+				if v, ok := strings.CutPrefix(kv, "GOMPIX_TEST_GPUS="); ok {
+					n, _ := strconv.Atoi(v)
+					return n
+				}
+			}
+			return 0
+		}))
+	}
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helperMain(mode))
 	}

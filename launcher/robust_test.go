@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gompix/gompix/internal/wireup"
 )
 
 // Shared-memory files a rank leaves (here: a rank killed right after
@@ -141,72 +139,46 @@ func TestProgramNotExecutable(t *testing.T) {
 	}
 }
 
-// The job secret appears in no message and no remote command line.
+// The job secret appears in no message and no command line: the launch
+// agent's argv (as ps shows it on either host) lacks it, yet the remote
+// ranks get it and local ones keep it in their environment.
 func TestSecretNotShown(t *testing.T) {
-	var mu sync.Mutex
-	var specs []ProcSpec
-	cfg, _, errOut := shJob(2, `sleep 60`)
-	cfg.Hosts = []HostSlots{{"localhost", 1}, {"remote.invalid", 1}}
-	cfg.starter = func(host string) Starter {
-		return recordingStarter{host: host, mu: &mu, specs: &specs}
-	}
+	agent, log := fakeAgent(t)
+	cfg, out, errOut := shJob(2, `echo "$GOMPIX_RANK $GOMPIX_JOB_SECRET"; test "$GOMPIX_RANK" = 0 || exit 5`)
+	cfg.Hosts = []HostSlots{{"localhost", 1}, {"nodeB", 1}}
+	cfg.LaunchAgent, cfg.Iface = agent, "lo"
 	code, err, _ := run(t, cfg)
-	if code != ExitSetup || !errors.Is(err, ErrRemoteUnsupported) {
-		t.Fatalf("Run = %d, %v", code, err)
+	if code != 5 || err == nil { // an error message to search, too
+		t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(specs) != 2 || specs[1].Secret == "" {
-		t.Fatalf("specs %+v", specs)
+	secrets := map[string]string{}
+	for _, l := range out.lines() {
+		rank, secret, _ := strings.Cut(l, " ")
+		secrets[rank] = secret
 	}
-	secret := specs[1].Secret
+	secret := secrets["0"]
+	if len(secret) != 64 || secrets["1"] != secret {
+		t.Fatalf("ranks' secrets %q", secrets)
+	}
+	argv, _ := os.ReadFile(log)
 	for what, text := range map[string]string{
-		"error":        err.Error(),
-		"stderr":       errOut.String(),
-		"forward":      strings.Join(specs[1].Forward, " "),
-		"agent argv":   strings.Join(AgentStarter{}.AgentCommand(specs[1]), " "),
-		"agent argv 0": strings.Join(AgentStarter{}.AgentCommand(specs[0]), " "),
+		"error":      err.Error(),
+		"stderr":     errOut.String(),
+		"agent argv": string(argv),
 	} {
 		if strings.Contains(text, secret) {
 			t.Errorf("%s holds the job secret: %q", what, text)
 		}
 	}
-	// A local rank still gets it in its environment.
-	if !contains(specs[0].Env, wireup.EnvJobSecret+"="+secret) {
-		t.Errorf("local rank's env lacks the secret")
+	if !strings.Contains(string(argv), "nodeB exec ") {
+		t.Errorf("agent log %q: the agent did not run", argv)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// recordingStarter records each spec and starts it as Run would.
-type recordingStarter struct {
-	host  string
-	mu    *sync.Mutex
-	specs *[]ProcSpec
-}
-
-func (s recordingStarter) Start(spec ProcSpec) (Proc, error) {
-	s.mu.Lock()
-	*s.specs = append(*s.specs, spec)
-	s.mu.Unlock()
-	if isLocalHost(s.host) {
-		return LocalStarter{}.Start(spec)
-	}
-	return AgentStarter{}.Start(spec)
 }
 
 // With Oversubscribe, ranks beyond the slots go to the hosts in turn.
 func TestPlaceOversubscribe(t *testing.T) {
 	local := func(string) bool { return true }
-	got, err := place(5, []HostSlots{{"a", 2}, {"b", 1}}, true, local)
+	got, err := place(5, []HostSlots{{"a", 2}, {"b", 1}}, layout{oversubscribe: true}, local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +192,7 @@ func TestPlaceOversubscribe(t *testing.T) {
 	if strings.Join(hosts, ",") != "a,a,a,b,b" {
 		t.Errorf("hosts %v", hosts)
 	}
-	if _, err := place(5, []HostSlots{{"a", 2}}, false, local); err == nil || !strings.Contains(err.Error(), "--oversubscribe") {
+	if _, err := place(5, []HostSlots{{"a", 2}}, layout{}, local); err == nil || !strings.Contains(err.Error(), "--oversubscribe") {
 		t.Errorf("refusal %v does not name --oversubscribe", err)
 	}
 }

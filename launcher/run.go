@@ -50,13 +50,27 @@ var ErrTimeout = errors.New("job timed out")
 // signal the launcher did not send.
 type RankError struct {
 	Rank   int
-	Pid    int
+	Pid    int // on Host
 	Host   string
 	Status ExitStatus
+	remote bool // Host is not this one: messages name it
 }
 
 func (e *RankError) Error() string {
-	return fmt.Sprintf("rank %d (pid %d) %v", e.Rank, e.Pid, e.Status)
+	return fmt.Sprintf("%s %v", rankName(e.Rank, e.Pid, e.Host, e.remote), e.Status)
+}
+
+// rankName is how messages name a rank: "rank 3 (pid 42)", with the host
+// for a remote rank ("rank 3 (pid 42 on node2)", or "rank 3 on node2"
+// before its pid is known).
+func rankName(rank, pid int, host string, remote bool) string {
+	switch {
+	case !remote:
+		return fmt.Sprintf("rank %d (pid %d)", rank, pid)
+	case pid > 0:
+		return fmt.Sprintf("rank %d (pid %d on %s)", rank, pid, host)
+	}
+	return fmt.Sprintf("rank %d on %s", rank, host)
 }
 
 // SignalError is the cancellation cause a caller gives Run's context when
@@ -113,7 +127,8 @@ func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 	if err != nil {
 		return setupFailed(ExitSetup, err)
 	}
-	places, err := place(cfg.NP, cfg.Hosts, cfg.Oversubscribe, isLocalHost)
+	lay := layout{byNode: cfg.MapBy == MapByNode, perNode: cfg.PerNode, oversubscribe: cfg.Oversubscribe}
+	places, err := place(cfg.NP, cfg.Hosts, lay, isLocalHost)
 	if err != nil {
 		return setupFailed(ExitSetup, err)
 	}
@@ -130,6 +145,7 @@ type job struct {
 
 	srv    *wireup.Server
 	procs  []Proc
+	agents []*hostAgent // one per remote host, in host order
 	exited []bool
 	sent   []uint64 // per rank: bit s set when signal s was sent to it
 
@@ -149,16 +165,6 @@ func newSecret(n int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-func (j *job) starterFor(p placement) Starter {
-	if j.cfg.starter != nil {
-		return j.cfg.starter(p.host)
-	}
-	if p.local {
-		return LocalStarter{}
-	}
-	return AgentStarter{Agent: j.cfg.LaunchAgent}
 }
 
 func (j *job) run(ctx context.Context, xenv []string) (int, error) {
@@ -194,13 +200,21 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	}
 	var startErr error
 	for rank, pl := range j.places {
+		if !pl.local {
+			j.addRemote(l, rank, pl)
+			continue
+		}
 		if startErr = j.startRank(l, rank, pl); startErr != nil {
 			break
 		}
 	}
-	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin {
-		f.Close() // our copy of the pipe's read end; rank 0 has its own
+	// Our copy of the pipe's read end: a local rank 0 has its own; for a
+	// remote one the launcher reads it (launchAgents).
+	remote0 := !j.places[0].local
+	if f, ok := stdin.(*os.File); ok && f != j.cfg.Stdin && (!remote0 || startErr != nil) {
+		f.Close()
 	}
+	j.launchAgents(l, startErr)
 
 	code, err := j.supervise(ctx, l.exits, startErr)
 	j.endJob(l)
@@ -224,42 +238,32 @@ type launch struct {
 }
 
 // listen starts the job's wire-up store and returns the address ranks
-// dial. A job on this host only listens on loopback; a multi-host job must
-// be reachable from the other nodes.
+// dial: loopback for a job on this host only, else an address the other
+// hosts reach (listenIP).
 func (j *job) listen(secret string) (string, error) {
-	allLocal := !slices.ContainsFunc(j.places, func(p placement) bool { return !p.local })
-	listen := "127.0.0.1:0"
-	if !allLocal {
-		listen = ":0"
+	remote := ""
+	if i := slices.IndexFunc(j.places, func(p placement) bool { return !p.local }); i >= 0 {
+		remote = j.places[i].host
 	}
-	srv, err := wireup.NewServer(len(j.places), secret, listen)
+	ip := "127.0.0.1"
+	if remote != "" || j.cfg.Iface != "" {
+		var err error
+		if ip, err = listenIP(j.cfg.Iface, remote); err != nil {
+			return "", err
+		}
+	}
+	srv, err := wireup.NewServer(len(j.places), secret, net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return "", err
 	}
 	j.srv = srv
-	addr := srv.Addr()
-	if !allLocal {
-		if host, herr := os.Hostname(); herr == nil {
-			_, port, _ := net.SplitHostPort(addr)
-			addr = net.JoinHostPort(host, port)
-		}
-	}
-	return addr, nil
+	return srv.Addr(), nil
 }
 
-// startRank starts rank on its placement, with its output copied to the
+// startRank starts a rank placed on this host, with its output copied to the
 // sink and its exit reported on l.exits.
 func (j *job) startRank(l *launch, rank int, pl placement) error {
-	je := wireup.JobEnv{
-		Rank: rank, Size: len(j.places),
-		LocalRank: pl.localRank, LocalSize: pl.localSize,
-		Node: pl.node, Addr: l.addr, Secret: l.secret,
-		GPU: wireup.NoGPU, JobID: l.jobID,
-	}
-	if l.ngpus > 0 && pl.local {
-		je.GPU = pl.localRank % l.ngpus
-	}
-	forward := append(slices.Clone(l.xenv), je.Environ()...)
+	forward := j.rankEnv(l, rank, pl)
 	spec := ProcSpec{
 		Rank: rank, Host: pl.host,
 		Program: j.cfg.Program, Args: j.cfg.Args,
@@ -285,7 +289,7 @@ func (j *job) startRank(l *launch, rank int, pl placement) error {
 		return err
 	}
 	spec.Stdout, spec.Stderr = outW, errW
-	p, err := j.starterFor(pl).Start(spec)
+	p, err := LocalStarter{}.Start(spec)
 	outW.Close() // the rank holds its own copies
 	errW.Close()
 	if err != nil {
@@ -308,13 +312,31 @@ func (j *job) startRank(l *launch, rank int, pl placement) error {
 	return nil
 }
 
+// rankEnv is what the launcher sets in rank's environment: the -x
+// variables, then the job contract.
+func (j *job) rankEnv(l *launch, rank int, pl placement) []string {
+	je := wireup.JobEnv{
+		Rank: rank, Size: len(j.places),
+		LocalRank: pl.localRank, LocalSize: pl.localSize,
+		Node: pl.node, Addr: l.addr, Secret: l.secret,
+		GPU: wireup.NoGPU, JobID: l.jobID,
+	}
+	if l.ngpus > 0 && pl.local {
+		je.GPU = pl.localRank % l.ngpus
+	}
+	return append(slices.Clone(l.xenv), je.Environ()...)
+}
+
 // endJob kills what is left of the job's processes and drains their output.
 func (j *job) endJob(l *launch) {
 	// Ranks' leftover children (background jobs of a shell rank, say) die
 	// with the job.
 	for _, p := range j.procs {
-		p.Signal(syscall.SIGKILL)
+		if _, remote := p.(*remoteProc); !remote {
+			p.Signal(syscall.SIGKILL)
+		}
 	}
+	j.finishAgents()
 	if j.stdinW != nil {
 		j.stdinW.Close()
 	}
@@ -388,7 +410,7 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 	var errs []error
 	terminating := false
 	var grace *time.Timer
-	var graceC <-chan time.Time
+	var graceC, lostC <-chan time.Time
 	defer func() {
 		if grace != nil {
 			grace.Stop()
@@ -469,6 +491,13 @@ func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr er
 		case <-graceC:
 			graceC = nil
 			j.signalRunning(syscall.SIGKILL)
+			lostC = time.After(j.cfg.Grace)
+
+		case <-lostC:
+			// A host whose ranks outlive SIGKILL by a grace period is
+			// not answering: drop its agent, which fails its ranks.
+			lostC = nil
+			j.dropAgents()
 
 		case sig := <-j.cfg.Signals:
 			// Not remembered as sent: a rank this kills (it has no
@@ -505,14 +534,16 @@ func startCode(err error) int {
 // without Finalize ends the job too: its peers would wait for it.
 func (j *job) exitError(ev exitEvent, terminating bool) (int, error) {
 	pid := j.procs[ev.rank].Pid()
+	_, remote := j.procs[ev.rank].(*remoteProc)
+	name := rankName(ev.rank, pid, j.places[ev.rank].host, remote)
 	switch {
 	case ev.err != nil:
-		return ExitSetup, fmt.Errorf("rank %d (pid %d): %w", ev.rank, pid, ev.err)
+		return startCode(ev.err), fmt.Errorf("%s: %w", name, ev.err)
 	case ev.status.Failed() && !j.causedByUs(ev.rank, ev.status):
-		return ev.status.ShellCode(), &RankError{Rank: ev.rank, Pid: pid, Host: j.places[ev.rank].host, Status: ev.status}
+		return ev.status.ShellCode(), &RankError{Rank: ev.rank, Pid: pid, Host: j.places[ev.rank].host, Status: ev.status, remote: remote}
 	case !ev.status.Failed() && !terminating && j.leftWithoutFinalize(ev.rank):
-		return ExitNoFinalize, fmt.Errorf("rank %d (pid %d) %w after Init; ending the job, whose other ranks would wait for it",
-			ev.rank, pid, ErrNoFinalize)
+		return ExitNoFinalize, fmt.Errorf("%s %w after Init; ending the job, whose other ranks would wait for it",
+			name, ErrNoFinalize)
 	}
 	return 0, nil
 }

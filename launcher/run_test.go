@@ -71,15 +71,15 @@ func TestEnvPerRank(t *testing.T) {
 	script := `echo "$GOMPIX_RANK $GOMPIX_SIZE $GOMPIX_LOCAL_RANK $GOMPIX_LOCAL_SIZE $GOMPIX_NODE $GOMPIX_GPU` +
 		` $MPI_LOCALRANKID $MPI_LOCALNRANKS ${GOMPIX_WIREUP_ADDR%%:*} ${#GOMPIX_JOB_SECRET} $SET|$GOMPIX_TEST_COPIED"`
 	cfg, out, errOut := shJob(5, script)
-	cfg.Hosts = []HostSlots{{"localhost", 3}, {"127.0.0.1", 2}, {"localhost", 1}}
+	cfg.Hosts = []HostSlots{{"localhost", 4}, {"127.0.0.1", 2}}
 	cfg.Env = []string{"SET=x=y", "GOMPIX_TEST_COPIED"}
 	cfg.GPUCount = func() int { return 2 }
 	code, err, _ := run(t, cfg)
 	if code != 0 || err != nil {
 		t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
 	}
-	// localhost has 3+1 slots (merged), so ranks 0..3 are node 0 and rank 4
-	// is alone on node 1.
+	// localhost has 4 slots, so ranks 0..3 are node 0 and rank 4 is alone
+	// on node 1.
 	want := []string{
 		"0 5 0 4 0 0 0 4 127.0.0.1 64 x=y|copied value",
 		"1 5 1 4 0 1 1 4 127.0.0.1 64 x=y|copied value",
@@ -380,21 +380,34 @@ func TestProgramNotFound(t *testing.T) {
 }
 
 func TestStartFailureMidJobCleansUp(t *testing.T) {
-	// Rank 0 starts on this host; rank 1 is placed on a remote host, which
-	// cannot be started yet. Rank 0 must be terminated, not left running.
+	// Rank 0 starts on this host; rank 1's host cannot be reached, since
+	// the launch agent does not exist. Rank 0 must be terminated, not left
+	// running, and the message names the host.
 	cfg, out, errOut := shJob(2, `echo $$; sleep 60`)
-	cfg.Hosts = []HostSlots{{"localhost", 1}, {"remote.invalid", 1}}
+	cfg.Hosts = []HostSlots{{"localhost", 1}, {"nodeB", 1}}
+	cfg.LaunchAgent, cfg.Iface = "/nonexistent/gompix-ssh", "lo"
 	code, err, took := run(t, cfg)
-	if code != ExitSetup || !errors.Is(err, ErrRemoteUnsupported) {
+	if code != ExitSetup || err == nil || !strings.Contains(err.Error(), `host nodeB: cannot run launch agent "/nonexistent/gompix-ssh"`) {
 		t.Fatalf("Run = %d, %v", code, err)
 	}
 	if took > 3*time.Second {
 		t.Errorf("took %v", took)
 	}
-	if !strings.Contains(errOut.String(), "ssh remote.invalid") {
-		t.Errorf("stderr %q: want the agent command line", errOut)
-	}
 	assertGone(t, pidsFrom(t, out.lines()))
+
+	// Rank 0 is remote and registered, rank 1 fails to start here: the
+	// remote host's agent is never started, and the job ends at once.
+	agent, log := fakeAgent(t)
+	cfg, _, errOut = shJob(2, "")
+	cfg.Program = "gompix-no-such-program"
+	cfg.Hosts = []HostSlots{{"nodeB", 1}, {"localhost", 1}}
+	cfg.LaunchAgent, cfg.Iface = agent, "lo"
+	if code, err, took := run(t, cfg); code != ExitNotFound || took > 3*time.Second {
+		t.Fatalf("Run = %d, %v in %v; stderr %q", code, err, took, errOut)
+	}
+	if _, err := os.Stat(log); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agent ran although the job failed to start (%v)", err)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -11,13 +11,9 @@ import (
 	"github.com/gompix/gompix/internal/wireup"
 )
 
-// wireupSecretVar is the variable the remote shell reads the secret into.
+// wireupSecretVar is the job secret's variable, which is never forwarded
+// on a command line.
 const wireupSecretVar = wireup.EnvJobSecret
-
-// ErrRemoteUnsupported is returned for ranks placed on another host: the
-// remote Starter builds its launch-agent command line but does not run it
-// yet.
-var ErrRemoteUnsupported = errors.New("starting ranks on remote hosts is not supported yet")
 
 // ProcSpec is what a Starter needs to start one rank.
 type ProcSpec struct {
@@ -29,13 +25,13 @@ type ProcSpec struct {
 	// launcher's environment, then Forward.
 	Env []string
 	// Forward is the part of Env the launcher decided (-x variables and the
-	// job contract) less the job secret; a remote start sets these on the
-	// far side, where the rest of the environment is the remote host's own.
+	// job contract) less the job secret: what a start elsewhere sets over
+	// that host's own environment.
 	Forward []string
 	// Secret is the job secret (in Env as GOMPIX_JOB_SECRET, not in
-	// Forward). A remote start must hand it over on the agent's stdin,
-	// never on a command line, where every user of either host could read
-	// it (ps), nor in a message.
+	// Forward). A start elsewhere must hand it over apart from any command
+	// line, where every user of either host could read it (ps), and show it
+	// in no message.
 	Secret string
 	// Stdin, Stdout and Stderr are the rank's standard streams. Run passes
 	// *os.File values (pipe ends or the launcher's stdin), so no copying
@@ -44,9 +40,8 @@ type ProcSpec struct {
 	Stdout, Stderr io.Writer
 }
 
-// Starter starts one rank's process. The local implementation execs it
-// here; a multi-host launcher is another implementation (a launch agent such
-// as ssh, or a daemon), chosen per host by Run.
+// Starter starts one rank's process on this host (LocalStarter). Ranks on
+// other hosts are started by a host agent per host instead (AgentMain).
 type Starter interface {
 	Start(spec ProcSpec) (Proc, error)
 }
@@ -137,46 +132,6 @@ func (p *localProc) Wait() (ExitStatus, error) {
 		return ExitStatus{Signal: ws.Signal()}, nil
 	}
 	return ExitStatus{Code: ws.ExitStatus()}, nil
-}
-
-// AgentStarter starts ranks on a remote host through a launch agent (ssh by
-// default). It builds the agent's command line (AgentCommand) but does not
-// run it yet: Start returns ErrRemoteUnsupported. Completing it means running
-// that command with the rank's streams, and making Signal reach the remote
-// process group (for example a small gompirun agent mode on the far side
-// that owns the group and relays signals), with the wire-up server listening
-// on an address the far side can reach.
-type AgentStarter struct {
-	Agent string // e.g. "ssh" or "ssh -p 2222"
-}
-
-// Start implements Starter.
-func (a AgentStarter) Start(spec ProcSpec) (Proc, error) {
-	return nil, fmt.Errorf("rank %d on host %s: %w (would run: %s)", spec.Rank, spec.Host, ErrRemoteUnsupported,
-		strings.Join(a.AgentCommand(spec), " "))
-}
-
-// AgentCommand is the argv that starts spec's rank on spec.Host: the agent's
-// words, the host, and one shell command line for the remote shell that
-// reads the job secret from the first line of its stdin, sets it and the
-// forwarded variables and execs the program (exec, so the rank is the
-// process the agent's session signals). The secret is not in the argv: the
-// starter writes spec.Secret and a newline to the agent's stdin before the
-// rank's own input (sh's read takes no more than that line).
-func (a AgentStarter) AgentCommand(spec ProcSpec) []string {
-	agent := strings.Fields(a.Agent)
-	if len(agent) == 0 {
-		agent = []string{DefaultLaunchAgent}
-	}
-	words := []string{"IFS=", "read", "-r", wireupSecretVar, "&&", "export", wireupSecretVar, "&&", "exec", "env"}
-	for _, kv := range spec.Forward {
-		words = append(words, shellQuote(kv))
-	}
-	words = append(words, shellQuote(spec.Program))
-	for _, a := range spec.Args {
-		words = append(words, shellQuote(a))
-	}
-	return append(agent, spec.Host, strings.Join(words, " "))
 }
 
 // shellQuote quotes s for a POSIX shell: unchanged when it is made of safe

@@ -38,6 +38,7 @@ type parser struct {
 	hostfile   string
 	hostSet    bool
 	timeoutSet bool
+	agentSet   bool
 	help       bool
 	version    bool
 	readFile   func(string) ([]byte, error)
@@ -56,7 +57,11 @@ func (p *parser) define(fs *pflag.FlagSet) {
 	fs.BoolFunc("tag-output", "prefix each output line with [1,<rank>]<stdout>:", setBool("tag-output", &p.cfg.TagOutput))
 	fs.Func("timeout", "end the job after T seconds (or a duration: 30s)", p.setTimeout)
 	fs.Func("gpu-bind", "local (GPU = local rank % GPUs) or none", p.setGPUBind)
-	fs.Func("launch-agent", "command that would start ranks on other hosts", p.setLaunchAgent)
+	fs.Func("map-by", "slot (fill each host's slots in turn) or node (one rank per host in turn)", p.setMapBy)
+	fs.FuncP("npernode", "N", "run K ranks on every host", p.setPerNode)
+	fs.Func("launch-agent", "command that starts gompirun's agent on other hosts (ssh)", p.setLaunchAgent)
+	fs.Func("agent-path", "gompirun's path on the other hosts (default: this one's)", p.setAgentPath)
+	fs.Func("iface", "interface or network (CIDR) the wire-up store listens on", p.setIface)
 	fs.BoolVarP(&p.help, "help", "h", false, "this help")
 	fs.BoolVar(&p.version, "version", false, "print the version")
 }
@@ -111,7 +116,41 @@ func (p *parser) setLaunchAgent(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return usagef("--launch-agent: empty command")
 	}
-	p.cfg.LaunchAgent = v
+	p.cfg.LaunchAgent, p.agentSet = v, true
+	return nil
+}
+
+func (p *parser) setMapBy(v string) error {
+	switch v {
+	case launcher.MapBySlot, launcher.MapByNode:
+		p.cfg.MapBy = v
+		return nil
+	}
+	return usagef("--map-by %q: want %s or %s", v, launcher.MapBySlot, launcher.MapByNode)
+}
+
+func (p *parser) setPerNode(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return usagef("-N %q: want a positive number of processes per host", v)
+	}
+	p.cfg.PerNode = n
+	return nil
+}
+
+func (p *parser) setAgentPath(v string) error {
+	if v == "" {
+		return usagef("--agent-path: empty path")
+	}
+	p.cfg.AgentPath = v
+	return nil
+}
+
+func (p *parser) setIface(v string) error {
+	if v == "" {
+		return usagef("--iface: empty name")
+	}
+	p.cfg.Iface = v
 	return nil
 }
 
@@ -233,6 +272,7 @@ func (p *parser) finish(args []string, getenv func(string) string) (launcher.Con
 	}
 	p.cfg.Program = args[0]
 	p.cfg.Args = args[1:]
+	p.envDefaults(getenv)
 
 	if p.hostfile != "" {
 		if p.hostSet {
@@ -248,8 +288,36 @@ func (p *parser) finish(args []string, getenv func(string) string) (launcher.Con
 		}
 		p.hosts = hs
 	}
+	if !p.hostSet && p.hostfile == "" {
+		// Inside a Slurm allocation its nodes are the hosts, started
+		// through srun, as mpirun does.
+		hs, inSlurm, err := launcher.SlurmHosts(getenv)
+		if err != nil {
+			return launcher.Config{}, usagef("%v", err)
+		}
+		if inSlurm {
+			p.hosts = hs
+			if p.cfg.LaunchAgent == "" {
+				p.cfg.LaunchAgent = launcher.SlurmLaunchAgent
+			}
+		}
+	}
 	p.cfg.Hosts = p.hosts
 	return p.cfg, nil
+}
+
+// envDefaults fills what the flags left unset from gompirun's environment:
+// GOMPIX_LAUNCH_AGENT, GOMPIX_AGENT_PATH, GOMPIX_IFACE.
+func (p *parser) envDefaults(getenv func(string) string) {
+	if v := getenv("GOMPIX_LAUNCH_AGENT"); strings.TrimSpace(v) != "" && !p.agentSet {
+		p.cfg.LaunchAgent = v
+	}
+	if v := getenv("GOMPIX_AGENT_PATH"); v != "" && p.cfg.AgentPath == "" {
+		p.cfg.AgentPath = v
+	}
+	if v := getenv("GOMPIX_IFACE"); v != "" && p.cfg.Iface == "" {
+		p.cfg.Iface = v
+	}
 }
 
 // parseHostList parses -H's "host[:slots],..." list.

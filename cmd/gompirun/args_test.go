@@ -36,6 +36,10 @@ func TestParseArgs(t *testing.T) {
 		program string
 		args    []string
 		over    bool
+		mapBy   string
+		perNode int
+		iface   string
+		path    string
 	}
 	tests := []struct {
 		name string
@@ -97,6 +101,17 @@ func TestParseArgs(t *testing.T) {
 		{"-- then flags-looking program", "-- --np 2", want{program: "--np", args: []string{"2"}}, ""},
 		{"value like a flag", "--launch-agent --np prog", want{agent: "--np", program: "prog", args: []string{}}, ""},
 
+		{"map-by node", "--map-by node prog", want{mapBy: "node", program: "prog", args: []string{}}, ""},
+		{"-map-by=slot", "-map-by=slot prog", want{mapBy: "slot", program: "prog", args: []string{}}, ""},
+		{"-N", "-N 2 prog", want{perNode: 2, program: "prog", args: []string{}}, ""},
+		{"-npernode", "-npernode 3 prog", want{perNode: 3, program: "prog", args: []string{}}, ""},
+		{"--npernode=", "--npernode=4 -n 2 prog", want{np: 2, perNode: 4, program: "prog", args: []string{}}, ""},
+		{"iface", "--iface eth0 prog", want{iface: "eth0", program: "prog", args: []string{}}, ""},
+		{"iface cidr", "-iface=10.0.0.0/8 prog", want{iface: "10.0.0.0/8", program: "prog", args: []string{}}, ""},
+		{"agent-path", "--agent-path /opt/g/gompirun prog", want{path: "/opt/g/gompirun", program: "prog", args: []string{}}, ""},
+		{"bad map-by", "--map-by socket prog", want{}, "usage:--map-by"},
+		{"bad -N", "-N 0 prog", want{}, "usage:-N"},
+		{"empty iface", "--iface= prog", want{}, "usage:--iface"},
 		{"unknown flag", "--frobnicate prog", want{}, "usage:unknown option"},
 		{"unknown short", "-z prog", want{}, "usage:unknown option"},
 		{"missing program", "-n 2", want{}, "usage:no program"},
@@ -140,7 +155,8 @@ func TestParseArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := want{cfg.NP, cfg.Hosts, cfg.Env, cfg.TagOutput, cfg.Timeout, cfg.GPUBind, cfg.LaunchAgent, cfg.Program, cfg.Args, cfg.Oversubscribe}
+			got := want{cfg.NP, cfg.Hosts, cfg.Env, cfg.TagOutput, cfg.Timeout, cfg.GPUBind, cfg.LaunchAgent, cfg.Program, cfg.Args, cfg.Oversubscribe,
+				cfg.MapBy, cfg.PerNode, cfg.Iface, cfg.AgentPath}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("parseArgs(%s)\n got %+v\nwant %+v", tt.args, got, tt.want)
 			}
@@ -226,4 +242,44 @@ func splitArgs(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// The environment gives --launch-agent, --agent-path and --iface defaults
+// (flags win); inside a Slurm allocation without -H or --hostfile, its
+// nodes and tasks are the hosts and slots, started through srun.
+func TestEnvDefaultsAndSlurm(t *testing.T) {
+	slurm := map[string]string{"SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_TASKS_PER_NODE": "2(x2)"}
+	for _, tc := range []struct {
+		name, args string
+		env        map[string]string
+		hosts      []launcher.HostSlots
+		agent      string
+		iface      string
+		path       string
+		err        string
+	}{
+		{"env defaults", "prog", map[string]string{"GOMPIX_LAUNCH_AGENT": "ssh -p 2", "GOMPIX_IFACE": "ib0", "GOMPIX_AGENT_PATH": "/g"},
+			nil, "ssh -p 2", "ib0", "/g", ""},
+		{"flags win", "--launch-agent rsh --iface lo --agent-path /h prog",
+			map[string]string{"GOMPIX_LAUNCH_AGENT": "ssh -p 2", "GOMPIX_IFACE": "ib0", "GOMPIX_AGENT_PATH": "/g"}, nil, "rsh", "lo", "/h", ""},
+		{"slurm", "prog", slurm, []launcher.HostSlots{{Name: "gpu01", Slots: 2}, {Name: "gpu02", Slots: 2}}, launcher.SlurmLaunchAgent, "", "", ""},
+		{"slurm, agent given", "--launch-agent ssh prog", slurm,
+			[]launcher.HostSlots{{Name: "gpu01", Slots: 2}, {Name: "gpu02", Slots: 2}}, "ssh", "", "", ""},
+		{"slurm, hosts given", "-H a:1 prog", slurm, []launcher.HostSlots{{Name: "a", Slots: 1}}, "", "", "", ""},
+		{"slurm, bad nodelist", "prog", map[string]string{"SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "gpu[01-"}, nil, "", "", "", "SLURM_JOB_NODELIST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseArgsWith(splitArgs(tc.args), nil, func(k string) string { return tc.env[k] })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(cfg.Hosts, tc.hosts) || cfg.LaunchAgent != tc.agent || cfg.Iface != tc.iface ||
+				cfg.AgentPath != tc.path || cfg.NP != 0 {
+				t.Fatalf("cfg hosts %v agent %q iface %q path %q np %d, err %v", cfg.Hosts, cfg.LaunchAgent, cfg.Iface, cfg.AgentPath, cfg.NP, err)
+			}
+		})
+	}
 }

@@ -9,7 +9,10 @@
 // forwarded to every rank first), 127 or 126 when the program is not found
 // or not executable, 1 when a rank exits without calling mpi.Finalize after
 // mpi.Init or the job cannot start, 2 for a usage error. SIGUSR1 and SIGUSR2
-// are forwarded to every rank. Every rank runs on this host today.
+// are forwarded to every rank. Ranks on other hosts (-H, --hostfile, or a
+// Slurm allocation's nodes) are started by one gompirun host agent per host
+// (gompirun --host-agent, run through --launch-agent), which the launcher
+// supervises like local ranks.
 //
 // Flags follow mpirun's habits and parsing stops at the program name, so
 // flags after it belong to the program:
@@ -24,7 +27,12 @@
 //	--timeout T            end the job after T seconds (or a Go duration: 30s);
 //	                       MPIEXEC_TIMEOUT gives the default
 //	--gpu-bind local|none  GPU binding policy (local: local_rank % ngpus)
-//	--launch-agent CMD     remote start command (ssh by default)
+//	--map-by slot|node     fill hosts slot by slot, or deal ranks to them in turn
+//	-N, --npernode K       K ranks on every host
+//	--launch-agent CMD     starts the host agents: CMD HOST COMMAND, as ssh
+//	                       (default ssh, $GOMPIX_LAUNCH_AGENT; srun in Slurm)
+//	--agent-path PATH      gompirun on the other hosts ($GOMPIX_AGENT_PATH)
+//	--iface NAME|CIDR      where the wire-up store listens ($GOMPIX_IFACE)
 //	-h, --help; --version  (the version names the commit and Go release)
 //
 // Every long flag may be written with one dash or two, and with its value

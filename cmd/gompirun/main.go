@@ -21,14 +21,24 @@ const usage = `usage: gompirun [-n N] [flags] PROGRAM [ARGS...]
 
   -n, -np, --np N         number of ranks (default: all slots, or one per CPU)
       --oversubscribe     allow more ranks than CPUs (or than the hosts' slots)
-  -H, --host h[:s],...    hosts and their slots
+  -H, --host h[:s],...    hosts and their slots (each host once)
       --hostfile FILE     hosts from a file ("host slots=N" or "host:N" lines)
+                          (also -machinefile)
+      --map-by slot|node  fill each host's slots in turn (slot, default), or
+                          deal ranks to the hosts in turn (node)
+  -N, --npernode K        K ranks on every host
   -x NAME[=VALUE]         set NAME in every rank, or pass gompirun's value on
       --tag-output        prefix each output line with [1,<rank>]<stdout>:
       --timeout T         end the job after T seconds (or a duration: 30s);
                           exit status 124; default: $MPIEXEC_TIMEOUT seconds
       --gpu-bind POLICY   local (GPU = local rank % GPUs, default) or none
-      --launch-agent CMD  command that would start ranks on other hosts (ssh)
+      --launch-agent CMD  starts gompirun's agent on other hosts, run as
+                          CMD HOST COMMAND (default ssh; $GOMPIX_LAUNCH_AGENT);
+                          a word with %h gets the host instead
+      --agent-path PATH   gompirun on the other hosts (default: this one's
+                          path; $GOMPIX_AGENT_PATH)
+      --iface NAME|CIDR   where the wire-up store listens ($GOMPIX_IFACE;
+                          default: the address toward the first remote host)
   -h, --help              this help
       --version           print the version (and the commit it was built from)
 
@@ -36,12 +46,15 @@ gompirun completion bash|zsh|fish prints a shell completion script.
 
 Flags end at PROGRAM; what follows belongs to it.
 
-One host only, today: every rank runs on this machine. -H and --hostfile
-are accepted, but a job that places a rank on another host fails to start
-(remote start is not implemented yet).
+Ranks on this host are started directly; every other host gets one agent
+(gompirun itself, started through the launch agent) that starts its ranks
+and relays their output. Inside a Slurm allocation, with no -H or
+--hostfile, the allocation's nodes and tasks are the hosts and slots, and
+the agents are started with srun.
 
-SIGINT and SIGTERM end the job (status 128+signal); SIGUSR1 and SIGUSR2 are
-forwarded to every rank and the job goes on.
+A failing rank ends the job on every host. SIGINT and SIGTERM end the job
+(status 128+signal); SIGUSR1 and SIGUSR2 are forwarded to every rank and
+the job goes on.
 `
 
 func main() {
@@ -50,6 +63,12 @@ func main() {
 
 // gompirun is main without the process exit, so tests can drive it.
 func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == launcher.HostAgentArg {
+		return launcher.AgentMain(stdin, stdout, stderr, func(env []string) int {
+			v, set := envLookup(env, gputopo.EnvVisibleDevices)
+			return len(gputopo.Visible(v, set))
+		})
+	}
 	code := 0
 	cmd := newCommand(func(cfg launcher.Config) { code = launch(cfg, stdin, stdout, stderr) })
 	cmd.SetArgs(mpirunForms(cmd.Flags(), args))
@@ -96,6 +115,8 @@ func newCommand(run func(launcher.Config)) *cobra.Command {
 		},
 	}
 	p.define(cmd.Flags())
+	cmd.RegisterFlagCompletionFunc("map-by", cobra.FixedCompletions(
+		[]string{launcher.MapBySlot, launcher.MapByNode}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("gpu-bind", cobra.FixedCompletions(
 		[]string{launcher.GPUBindLocal, launcher.GPUBindNone}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
@@ -180,4 +201,15 @@ func rankEnv(xenv []string, name string, lookup func(string) (string, bool)) (st
 		break // -x NAME passes gompirun's value
 	}
 	return lookup(name)
+}
+
+// envLookup is the value of name in env (NAME=VALUE entries; the last one
+// wins, as in a process started with env).
+func envLookup(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if n, v, _ := strings.Cut(env[i], "="); n == name {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gompix/gompix/internal/buildinfo"
+	"github.com/gompix/gompix/launcher"
 )
 
 // mainEnv makes the test binary act as gompirun itself, so the tests below
@@ -21,7 +22,9 @@ import (
 const mainEnv = "GOMPIRUN_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
+	// As a host agent (started by a fake launch agent with a bare
+	// environment) it is gompirun too.
+	if os.Getenv(mainEnv) == "1" || len(os.Args) > 1 && os.Args[1] == launcher.HostAgentArg {
 		os.Unsetenv(mainEnv)
 		main()
 	}
@@ -73,7 +76,11 @@ func TestExitStatuses(t *testing.T) {
 		{"not executable", []string{"-n", "1", "/etc/passwd"}, 126, "", "cannot start rank 0", ""},
 		{"more ranks than CPUs", []string{"-n", tooMany, "true"}, 1, "", "run with --oversubscribe", ""},
 		{"oversubscribe", []string{"--oversubscribe", "-n", tooMany, "sh", "-c", "echo hi"}, 0, "hi\n", "", ""},
-		{"help says one host", []string{"--help"}, 0, "One host only", "", ""},
+		{"help says one agent per host", []string{"--help"}, 0, "every other host gets one agent", "", ""},
+		{"host twice", []string{"-H", "a:1,a:1", "true"}, 1, "", "host a is listed twice", ""},
+		{"host twice in a hostfile", []string{"--hostfile", "/dev/stdin", "true"}, 1, "", "host b is listed twice", ""},
+		{"too many ranks for the hosts", []string{"-n", "5", "-H", "a:2,b:2", "true"}, 1, "", "not enough slots: 5 processes requested, 4 available", ""},
+		{"-N on too few hosts", []string{"-n", "5", "-N", "2", "-H", "a:2,b:2", "true"}, 1, "", "-N 2 on 2 host(s) runs 4", ""},
 		{"MPIEXEC_TIMEOUT", []string{"-n", "1", "sleep", "60"}, 124, "", "gompirun: job timed out after 300ms", "MPIEXEC_TIMEOUT=0.3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +90,7 @@ func TestExitStatuses(t *testing.T) {
 				cmd.Env = append(cmd.Env, tc.env)
 			}
 			cmd.Stdout, cmd.Stderr = &out, &errb
+			cmd.Stdin = strings.NewReader("b slots=1\nc\nb:2\n")
 			start := time.Now()
 			code := exitCode(t, cmd.Run())
 			if code != tc.code {
