@@ -51,9 +51,11 @@ build() {
 		--without-java --without-go --disable-logging --disable-debug --disable-assertions \
 		--disable-params-check --enable-mt >configure.log 2>&1 ||
 		{ tail -40 configure.log; exit 1; }
-	# src/ holds the libraries and tools (ucx_info, ucx_perftest); the test
-	# applications beside it need not build.
-	make -C src -j"$(nproc)" install >make.log 2>&1 || { grep -m20 -B2 -A6 "error" make.log; exit 1; }
+	# The libraries, their transport modules and two tools; the test
+	# applications beside them need not build.
+	for d in src/ucm src/ucs src/uct src/ucp src/tools/info src/tools/perf; do
+		make -C "$d" -j"$(nproc)" install >>make.log 2>&1 || { grep -m20 -B2 -A6 "error" make.log; exit 1; }
+	done
 	"$prefix/bin/ucx_info" -v
 	"$prefix/bin/ucx_info" -d | grep -E "Transport|Memory domain" | sort -u
 }
