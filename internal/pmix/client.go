@@ -17,29 +17,31 @@ import (
 )
 
 var (
-	loadOnce sync.Once
-	loadErr  error
-	loaded   string // the library that loaded
+	loadMu sync.Mutex
+	loaded string // the library that loaded; "" until one has
 )
 
-// load opens the first libpmix of libCandidates, once per process.
+// load opens the first libpmix of libCandidates that loads; once one has,
+// later calls keep it.
 func load(getenv func(string) string) error {
-	loadOnce.Do(func() {
-		var why []string
-		for _, name := range libCandidates(getenv) {
-			cs := C.CString(name)
-			e := C.gxp_load(cs)
-			C.free(unsafe.Pointer(cs))
-			if e == nil {
-				loaded = name
-				return
-			}
-			why = append(why, C.GoString(e))
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if loaded != "" {
+		return nil
+	}
+	var why []string
+	for _, name := range libCandidates(getenv) {
+		cs := C.CString(name)
+		e := C.gxp_load(cs)
+		C.free(unsafe.Pointer(cs))
+		if e == nil {
+			loaded = name
+			return nil
 		}
-		loadErr = fmt.Errorf("%w (tried %s: %s); install the PMIx runtime (Debian: libpmix2) or name the library in %s",
-			ErrNoLibrary, strings.Join(libCandidates(getenv), ", "), strings.Join(why, "; "), EnvLib)
-	})
-	return loadErr
+		why = append(why, C.GoString(e))
+	}
+	return fmt.Errorf("%w (tried %s: %s); install the PMIx runtime (Debian: libpmix2) or name the library in %s",
+		ErrNoLibrary, strings.Join(libCandidates(getenv), ", "), strings.Join(why, "; "), EnvLib)
 }
 
 // Client is this process's PMIx session.
@@ -51,7 +53,7 @@ type Client struct {
 	done   bool
 }
 
-// Init loads libpmix (GOMPIX_PMIX_LIB, libpmix.so.2, libpmix.so) and joins
+// Init loads libpmix (GOMPIX_PMIX_LIB, else libpmix.so.2, libpmix.so) and joins
 // the job through PMIx_Init.
 func Init(getenv func(string) string) (*Client, error) {
 	if err := load(getenv); err != nil {
@@ -66,7 +68,11 @@ func Init(getenv func(string) string) (*Client, error) {
 }
 
 // Library is the libpmix Init loaded ("" before a successful load).
-func Library() string { return loaded }
+func Library() string {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	return loaded
+}
 
 func statusErr(op string, rc C.int) error {
 	return &Error{Op: op, Status: int(rc), Text: C.GoString(C.gxp_strerror(rc))}

@@ -15,7 +15,7 @@ var ErrNotFound = errors.New("pmix: key not found")
 // Wildcard is the rank that asks for a job-level value (PMIX_RANK_WILDCARD).
 const Wildcard = -2
 
-// EnvLib names a libpmix to load before the standard names.
+// EnvLib names the libpmix to load instead of the standard names.
 const EnvLib = "GOMPIX_PMIX_LIB"
 
 // Keys of the job-level and per-process values Join reads (the PMIx
@@ -49,10 +49,11 @@ const statusNotFound = -46
 // Is makes errors.Is(err, ErrNotFound) true for PMIX_ERR_NOT_FOUND.
 func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Status == statusNotFound }
 
-// libCandidates is the load order: GOMPIX_PMIX_LIB first when set.
+// libCandidates is the load order: the library GOMPIX_PMIX_LIB names
+// alone when it is set (the user chose it), else libNames.
 func libCandidates(getenv func(string) string) []string {
 	if p := getenv(EnvLib); p != "" {
-		return append([]string{p}, libNames...)
+		return []string{p}
 	}
 	return libNames
 }

@@ -134,11 +134,21 @@ func TestNoLibrary(t *testing.T) {
 		}
 		return ""
 	})
-	if got[0] != "/nonexistent/libpmix.so" || len(got) != 3 {
-		t.Fatalf("candidates = %v; want GOMPIX_PMIX_LIB first", got)
+	if len(got) != 1 || got[0] != "/nonexistent/libpmix.so" {
+		t.Fatalf("candidates = %v; want GOMPIX_PMIX_LIB alone", got)
 	}
 	if c := libCandidates(func(string) string { return "" }); len(c) != 2 || c[0] != "libpmix.so.2" {
 		t.Fatalf("default candidates = %v", c)
+	}
+	// This process has loaded no libpmix (only mpirun's children do).
+	_, err := Init(func(k string) string {
+		if k == EnvLib {
+			return "/nonexistent/libpmix.so"
+		}
+		return ""
+	})
+	if !errors.Is(err, ErrNoLibrary) || !strings.Contains(err.Error(), "/nonexistent/libpmix.so") || !strings.Contains(err.Error(), "libpmix2") {
+		t.Fatalf("Init with no loadable libpmix: %v; want ErrNoLibrary naming the path and the package", err)
 	}
 	e := &Error{Op: "PMIx_Get", Status: statusNotFound, Text: "NOT-FOUND"}
 	if !errors.Is(fmt.Errorf("x: %w", e), ErrNotFound) || errors.Is(&Error{Status: -1}, ErrNotFound) {
