@@ -6,12 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 
+	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/pmi2"
 	"github.com/gompix/gompix/internal/pmix"
 	"github.com/gompix/gompix/internal/wireup"
 )
+
+// GOMPIX_PMIX_LIB is declared in the registry here; internal/pmix reads
+// it through Join's getenv.
+var _ = config.NewString(pmix.EnvLib, "",
+	"the libpmix to load (a path or a library name) under a PMIx launcher (Open MPI's mpirun, srun --mpi=pmix); empty: libpmix.so.2, then libpmix.so")
 
 // Kind names the launcher a process joined through.
 type Kind string
@@ -44,7 +49,9 @@ type Job struct {
 	// JobID names the job in files its ranks make (letters and digits, at
 	// most 32); empty for a singleton.
 	JobID string
-	GPU   int // the device the launcher bound, or NoGPU
+	// GPU is the device gompirun bound (GOMPIX_GPU), or NoGPU: other
+	// launchers bind none (a program picks with SetDevice).
+	GPU int
 	// KV is the job's key-value store (ucx.KV).
 	KV *KV
 
@@ -138,7 +145,7 @@ func joinPMI2(ctx context.Context, getenv func(string) string) (*Job, claim, err
 			"(not through a wrapper that closes inherited descriptors), or with gompirun",
 			ErrCannotJoin, getenv("PMI_FD"), getenv("PMI_PORT"), err)
 	}
-	j := &Job{Kind: PMI2, Rank: c.Rank(), Size: c.Size(), JobID: fileID(c.JobID()), GPU: launcherGPU(getenv), s: &pmi2Session{c: c}}
+	j := &Job{Kind: PMI2, Rank: c.Rank(), Size: c.Size(), JobID: fileID(c.JobID()), GPU: NoGPU, s: &pmi2Session{c: c}}
 	var cl claim
 	// Hydra and Slurm give the process mapping; the facts still decide.
 	if m, ok, err := c.JobAttr("PMI_process_mapping"); err == nil && ok {
@@ -165,7 +172,7 @@ func joinPMIx(ctx context.Context, getenv func(string) string) (*Job, claim, err
 		c.Finalize()
 		return nil, claim{}, fmt.Errorf("%w: PMIx: the job's size: %w", ErrCannotJoin, err)
 	}
-	j := &Job{Kind: PMIx, Rank: c.Rank(), Size: int(size), JobID: fileID(c.Namespace()), GPU: launcherGPU(getenv), s: &pmixSession{c: c}}
+	j := &Job{Kind: PMIx, Rank: c.Rank(), Size: int(size), JobID: fileID(c.Namespace()), GPU: NoGPU, s: &pmixSession{c: c}}
 	var cl claim
 	lr, err1 := c.GetUint(c.Rank(), pmix.KeyLocalRank)
 	ls, err2 := c.GetUint(pmix.Wildcard, pmix.KeyLocalSize)
@@ -173,16 +180,6 @@ func joinPMIx(ctx context.Context, getenv func(string) string) (*Job, claim, err
 		cl = claim{known: true, localRank: int(lr), localSize: int(ls)}
 	}
 	return j, cl, nil
-}
-
-// launcherGPU reads GOMPIX_GPU where a launcher other than gompirun
-// started the process (a user may set it per rank); NoGPU when absent or
-// not a device index.
-func launcherGPU(getenv func(string) string) int {
-	if g, err := strconv.Atoi(getenv(wireup.EnvGPU)); err == nil && g >= 0 {
-		return g
-	}
-	return NoGPU
 }
 
 // fileID turns a launcher's job name (Hydra's "kvs_12_0", a PMIx
