@@ -152,19 +152,14 @@ func start() (*state, error) {
 	env := wireup.JobEnv{Rank: job.Rank, Size: job.Size, LocalRank: job.LocalRank, LocalSize: job.LocalSize,
 		Node: job.Node, GPU: job.GPU, JobID: job.JobID}
 	underLauncher := job.Kind != bootstrap.Singleton
-	spin := cfg.spin
-	oversubscribed := env.LocalSize > runtime.NumCPU()
-	if spin < 0 {
-		spin = 4096
-		if oversubscribed {
-			spin = 0
-		}
+	// The node's CPUs are those its ranks may use together: a launcher
+	// that binds each rank to a core of its own has not oversubscribed.
+	cpus := runtime.NumCPU()
+	if job.NodeCPUs > 0 {
+		cpus = job.NodeCPUs
 	}
-	yield := 0
-	if oversubscribed {
-		// About 1 ms of yielding polls before a wait sleeps (pt2pt.Options).
-		yield = 2000
-	}
+	oversubscribed := env.LocalSize > cpus
+	spin, yield := pacing(cfg.spin, oversubscribed)
 	segmentPrefix = "gompix-"
 	if underLauncher && env.JobID != "" {
 		// gompirun removes the job's files by this prefix when the job
@@ -204,6 +199,22 @@ func start() (*state, error) {
 		settleScheduler(cfg.settle)
 	}
 	return s, nil
+}
+
+// pacing is a blocking wait's spin rounds (GOMPIX_SPIN's, or chosen) and
+// yielding rounds before it sleeps.
+func pacing(spin int, oversubscribed bool) (int, int) {
+	if spin < 0 {
+		spin = 4096
+		if oversubscribed {
+			spin = 0
+		}
+	}
+	if oversubscribed {
+		// About 1 ms of yielding polls before a wait sleeps (pt2pt.Options).
+		return spin, 2000
+	}
+	return spin, 0
 }
 
 // driverPresent reports whether this machine has an NVIDIA driver, without

@@ -188,6 +188,10 @@ func (memSession) close() error                   { return nil }
 // GOMPIX_DEBUG=boot says so on the debug output.
 func TestPlaceFactsWin(t *testing.T) {
 	keys := []string{"n0", "n1", "n0", "n2", "n1"}
+	// Each rank's CPUs: node n0 (ranks 0, 2) may use 0 and 2 together,
+	// n1 (ranks 1, 4) 1 and 5, n2 (rank 3) only 3.
+	cpus := [][]int{{0}, {1, 5}, {2}, {3}, {1}}
+	wantCPUs := []int{2, 2, 2, 1, 2}
 	st := &memStore{size: len(keys), m: map[string][]byte{}}
 	st.cond = sync.NewCond(&st.mu)
 	var out lockedBuffer
@@ -207,7 +211,7 @@ func TestPlaceFactsWin(t *testing.T) {
 			c := claim{known: true, localRank: 0, localSize: 1}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := j.place(ctx, env, c, keys[r]); err != nil {
+			if err := j.place(ctx, env, c, keys[r], cpus[r]); err != nil {
 				t.Error(err)
 			}
 			jobs[r] = j
@@ -218,6 +222,9 @@ func TestPlaceFactsWin(t *testing.T) {
 	for r, j := range jobs {
 		if j == nil || [3]int{j.Node, j.LocalRank, j.LocalSize} != want[r] || fmt.Sprint(j.Nodes) != "[0 1 0 2 1]" {
 			t.Fatalf("rank %d placed as %+v; want node, local rank, size %v", r, j, want[r])
+		}
+		if j.NodeCPUs != wantCPUs[r] {
+			t.Errorf("rank %d: NodeCPUs %d; want %d", r, j.NodeCPUs, wantCPUs[r])
 		}
 		if p := (r + 2) % len(keys); j.SameNode(p) != (keys[p] == keys[r]) || !j.SameNode(r) || j.OneNode() {
 			t.Errorf("rank %d: SameNode/OneNode wrong", r)
@@ -230,7 +237,7 @@ func TestPlaceFactsWin(t *testing.T) {
 	out.Reset()
 	j := &Job{Kind: Gompirun, Size: 1, s: newLocal()}
 	j.KV = &KV{s: j.s}
-	if err := j.place(context.Background(), mapEnv(map[string]string{"GOMPIX_DEBUG": "path"}), claim{known: true, localSize: 2}, "k"); err != nil || out.Len() != 0 {
+	if err := j.place(context.Background(), mapEnv(map[string]string{"GOMPIX_DEBUG": "path"}), claim{known: true, localSize: 2}, "k", nil); err != nil || out.Len() != 0 || j.NodeCPUs != 0 {
 		t.Errorf("place without boot debugging: %v, wrote %q", err, out.String())
 	}
 }
@@ -257,5 +264,22 @@ func TestFileID(t *testing.T) {
 	a, b := fileID("kvs_12_0"), fileID("prterun-h-1@1")
 	if a == b || len(a) != 16 || strings.ContainsAny(a+b, "_-@.") {
 		t.Errorf("fileID = %q, %q; want distinct 16-character hex names", a, b)
+	}
+}
+
+func TestFactsEncoding(t *testing.T) {
+	for _, f := range []rankFacts{{"h|b|ipc:[1]|mnt:[2]", []int{0, 3, 64}}, {"k", nil}} {
+		got, err := decodeFacts(f.encode())
+		if err != nil || got.key != f.key || fmt.Sprint(got.cpus) != fmt.Sprint(f.cpus) {
+			t.Errorf("decode(encode(%+v)) = %+v, %v", f, got, err)
+		}
+	}
+	for _, bad := range []string{"no newline", "k\n1,x", "k\n-1"} {
+		if _, err := decodeFacts([]byte(bad)); err == nil {
+			t.Errorf("decodeFacts(%q) accepted", bad)
+		}
+	}
+	if n := nodeCPUs([]rankFacts{{"a", []int{0}}, {"a", nil}, {"b", []int{1}}}, []int{0, 0, 1}, 0); n != 0 {
+		t.Errorf("a node with a rank of unknown CPUs: %d; want 0 (unknown)", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/cpubind"
 	"github.com/gompix/gompix/internal/pmi2"
 	"github.com/gompix/gompix/internal/pmix"
 	"github.com/gompix/gompix/internal/wireup"
@@ -46,6 +47,9 @@ type Job struct {
 	Nodes []int
 	// NodeKey is this node's identity (NodeKey's answer).
 	NodeKey string
+	// NodeCPUs is how many CPUs this node's ranks may run on, together
+	// (the union of their affinity masks when the job started); 0 unknown.
+	NodeCPUs int
 	// JobID names the job in files its ranks make (letters and digits, at
 	// most 32); empty for a singleton.
 	JobID string
@@ -117,7 +121,8 @@ func Join(ctx context.Context, getenv func(string) string) (*Job, error) {
 		return nil, err
 	}
 	j.KV = &KV{s: j.s}
-	if err := j.place(ctx, getenv, c, NodeKey()); err != nil {
+	cpus, _ := cpubind.Allowed() // unknown (nil) off Linux
+	if err := j.place(ctx, getenv, c, NodeKey(), cpus); err != nil {
 		j.s.close()
 		return nil, err
 	}

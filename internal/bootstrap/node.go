@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -52,20 +53,27 @@ func NodeKey() string { return nodeFacts().Key() }
 // nodeKeyName is the KV key under which rank r publishes its node key.
 func nodeKeyName(r int) string { return fmt.Sprintf("gompix-node-%d", r) }
 
-// place fills the node fields from this rank's node key (alone for one
-// rank, else with every rank's, from one put/fence/get round). Where the
-// launcher said otherwise (c), the facts win and GOMPIX_DEBUG=boot says so.
-func (j *Job) place(ctx context.Context, getenv func(string) string, c claim, key string) error {
+// place fills the node fields from this rank's node key and the CPUs it
+// may run on (alone for one rank, else with every rank's, from one
+// put/fence/get round). Where the launcher said otherwise (c), the facts
+// win and GOMPIX_DEBUG=boot says so.
+func (j *Job) place(ctx context.Context, getenv func(string) string, c claim, key string, cpus []int) error {
 	j.NodeKey = key
-	keys := []string{key}
+	mine := rankFacts{key, cpus}
+	all := []rankFacts{mine}
 	if j.Size > 1 {
 		var err error
-		if keys, err = exchangeKeys(ctx, j.KV, j.Rank, j.Size, j.NodeKey); err != nil {
+		if all, err = exchangeFacts(ctx, j.KV, j.Rank, j.Size, mine); err != nil {
 			return fmt.Errorf("bootstrap: exchanging node identities (%s): %w", j.Kind, err)
 		}
 	}
+	keys := make([]string, len(all))
+	for r, f := range all {
+		keys[r] = f.key
+	}
 	j.Nodes = nodeTable(keys)
 	j.Node, j.LocalRank, j.LocalSize = placement(j.Nodes, j.Rank)
+	j.NodeCPUs = nodeCPUs(all, j.Nodes, j.Node)
 	if c.known && (c.localRank != j.LocalRank || c.localSize != j.LocalSize) && debugging(getenv, "boot") {
 		fmt.Fprintf(debugOut, "gompix: boot: rank %d: %s says local rank %d of %d, the node facts say %d of %d; the facts win\n",
 			j.Rank, j.Kind, c.localRank, c.localSize, j.LocalRank, j.LocalSize)
@@ -73,23 +81,79 @@ func (j *Job) place(ctx context.Context, getenv func(string) string, c claim, ke
 	return nil
 }
 
-// exchangeKeys publishes this rank's key and reads every rank's.
-func exchangeKeys(ctx context.Context, kv *KV, rank, size int, key string) ([]string, error) {
-	if err := kv.Put(nodeKeyName(rank), []byte(key)); err != nil {
+// rankFacts is what a rank publishes about itself: its node key and the
+// CPUs it may run on (nil: unknown).
+type rankFacts struct {
+	key  string
+	cpus []int
+}
+
+// encode is "KEY\nCPU,CPU,...": a node key holds no newline.
+func (f rankFacts) encode() []byte {
+	s := make([]string, len(f.cpus))
+	for i, c := range f.cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return []byte(f.key + "\n" + strings.Join(s, ","))
+}
+
+func decodeFacts(v []byte) (rankFacts, error) {
+	key, list, ok := strings.Cut(string(v), "\n")
+	if !ok {
+		return rankFacts{}, fmt.Errorf("malformed node facts %q", v)
+	}
+	f := rankFacts{key: key}
+	for _, c := range strings.Split(list, ",") {
+		if c == "" {
+			continue
+		}
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 0 {
+			return rankFacts{}, fmt.Errorf("malformed CPU %q in node facts", c)
+		}
+		f.cpus = append(f.cpus, n)
+	}
+	return f, nil
+}
+
+// exchangeFacts publishes this rank's facts and reads every rank's.
+func exchangeFacts(ctx context.Context, kv *KV, rank, size int, mine rankFacts) ([]rankFacts, error) {
+	if err := kv.Put(nodeKeyName(rank), mine.encode()); err != nil {
 		return nil, err
 	}
 	if err := kv.Fence(ctx); err != nil {
 		return nil, err
 	}
-	keys := make([]string, size)
-	for r := range keys {
+	all := make([]rankFacts, size)
+	for r := range all {
 		v, err := kv.GetFrom(ctx, r, nodeKeyName(r))
-		if err != nil {
-			return nil, fmt.Errorf("node key of rank %d: %w", r, err)
+		if err == nil {
+			all[r], err = decodeFacts(v)
 		}
-		keys[r] = string(v)
+		if err != nil {
+			return nil, fmt.Errorf("node facts of rank %d: %w", r, err)
+		}
 	}
-	return keys, nil
+	return all, nil
+}
+
+// nodeCPUs counts the CPUs that node's ranks may run on, together (a
+// launcher that binds each rank to its own core gives a node of N ranks N
+// CPUs, though each rank sees one); 0 where a rank could not tell.
+func nodeCPUs(all []rankFacts, nodes []int, node int) int {
+	union := map[int]bool{}
+	for r, f := range all {
+		if nodes[r] != node {
+			continue
+		}
+		if len(f.cpus) == 0 {
+			return 0
+		}
+		for _, c := range f.cpus {
+			union[c] = true
+		}
+	}
+	return len(union)
 }
 
 // nodeTable numbers the distinct keys in order of their lowest rank and

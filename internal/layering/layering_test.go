@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"launcher":        {"internal/wireup", "internal/config", "internal/gputopo"},
 	"internal/wireup": {},
 	// internal/bootstrap: how a rank joins its job (gompirun, PMI-2, PMIx).
-	"internal/bootstrap": {"internal/wireup", "internal/pmi2", "internal/pmix", "internal/config"},
+	"internal/bootstrap": {"internal/wireup", "internal/pmi2", "internal/pmix", "internal/config", "internal/cpubind"},
 	"internal/pmi2":      {},
 	"internal/pmix":      {},
 	"internal/gputopo":   {},
