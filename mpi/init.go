@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gompix/gompix/internal/bootstrap"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/wireup"
@@ -34,8 +35,7 @@ var (
 // state is the process-wide MPI state between Init and Finalize.
 type state struct {
 	env    wireup.JobEnv
-	kv     ucx.KV
-	client *wireup.Client
+	job    *bootstrap.Job // how this rank joined its job; the KV and node table
 	engine *pt2pt.Engine
 	world  *Comm
 	ucx    *ucx.Transport // the transport under any decorator (tests read it)
@@ -54,10 +54,11 @@ var (
 	last *Comm
 )
 
-// Init starts MPI: under gompirun it joins the job through the launcher's
-// wire-up store and, where the job has more than one rank, makes the world
-// communicator's shared-memory segment; started directly, the process is a
-// world of one rank.
+// Init starts MPI: it joins the job of the launcher that started the
+// process (gompirun, PMI-2 as srun --mpi=pmi2 and MPICH's mpiexec offer, or
+// PMIx as Open MPI's mpirun offers; internal/bootstrap) and, where this
+// node has more than one rank, makes the world communicator's shared-memory
+// segment; started directly, the process is a world of one rank.
 // Calling Init twice, or after Finalize, is an error.
 func Init() error {
 	initMu.Lock()
@@ -131,70 +132,60 @@ func readStartConfig() (startConfig, error) {
 }
 
 func start() (*state, error) {
-	env, underLauncher, err := wireup.FromEnviron(os.Getenv)
-	if err != nil {
-		return nil, initErr(ErrOther, fmt.Errorf("reading the launcher's environment: %w", err))
-	}
 	cfg, err := readStartConfig()
 	if err != nil {
 		return nil, configErr(err)
 	}
-	spin := cfg.spin
-	oversubscribed := env.LocalSize > runtime.NumCPU()
-	if spin < 0 {
-		spin = 4096
-		if oversubscribed {
-			spin = 0
-		}
-	}
-	yield := 0
-	if oversubscribed {
-		// About 1 ms of yielding polls before a wait sleeps (pt2pt.Options).
-		yield = 2000
-	}
-	// Read before any resource exists, so a bad setting leaks nothing.
+	// Read before any resource exists, so a bad setting leaks nothing;
+	// SameNode reads the node table Join makes below.
+	var job *bootstrap.Job
 	gcfg, err := gpupath.FromEnv(gpupath.Config{Device: gpuDevice, HostDevice: gpuCurrent,
-		SameNode: func(int) bool { return true }}) // gompirun starts every rank on one node today
+		SameNode: func(peer int) bool { return job.SameNode(peer) }})
 	if err != nil {
 		return nil, configErr(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	if job, err = bootstrap.Join(ctx, os.Getenv); err != nil {
+		return nil, initErr(ErrOther, fmt.Errorf("joining the job: %w", err))
+	}
+	env := wireup.JobEnv{Rank: job.Rank, Size: job.Size, LocalRank: job.LocalRank, LocalSize: job.LocalSize,
+		Node: job.Node, GPU: job.GPU, JobID: job.JobID}
+	underLauncher := job.Kind != bootstrap.Singleton
+	// The node's CPUs are those its ranks may use together: a launcher
+	// that binds each rank to a core of its own has not oversubscribed.
+	cpus := runtime.NumCPU()
+	if job.NodeCPUs > 0 {
+		cpus = job.NodeCPUs
+	}
+	oversubscribed := env.LocalSize > cpus
+	spin, yield := pacing(cfg.spin, oversubscribed)
 	segmentPrefix = "gompix-"
 	if underLauncher && env.JobID != "" {
-		// The launcher removes the job's files by this prefix when the job
+		// gompirun removes the job's files by this prefix when the job
 		// ends, whichever rank died holding one.
 		segmentPrefix = wireup.ShmPrefix(env.JobID)
 	}
-	s := &state{env: env}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
-	defer cancel()
-	if underLauncher {
-		s.client, err = wireup.Dial(ctx, env.Addr, env.Secret, env.Rank)
-		if err != nil {
-			return nil, fmt.Errorf("joining the job: %w", err)
-		}
-		s.kv = s.client
-	} else {
-		s.kv = ucx.NewLocalKV()
-	}
-	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: s.kv, SleepTimeout: cfg.sleep,
+	s := &state{env: env, job: job}
+	t, err := ucx.New(ctx, ucx.Config{Rank: env.Rank, Size: env.Size, KV: job.KV, SleepTimeout: cfg.sleep,
 		Oversubscribed: oversubscribed, CgoCalls: cfg.fast == 0, Calibrate: underLauncher && env.LocalSize > 1})
 	if err != nil {
-		if s.client != nil {
-			s.client.Close()
-		}
+		job.Close()
 		return nil, err
 	}
 	s.ucx = t
 	s.engine = pt2pt.NewEngine(wrapGPU(t, gcfg), pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	s.world = newComm(s.engine.World())
-	s.world.nodeID = env.Node
-	oneNode = env.LocalSize == env.Size
+	s.world.nodeID = job.Node
+	oneNode = job.OneNode()
 	nodeOversubscribed = oversubscribed
 	if underLauncher && env.Size > 1 {
+		// Binding is gompirun's contract; other launchers bind ranks themselves.
 		switch {
-		case cfg.bind == "auto" && !oversubscribed:
+		case job.Kind != bootstrap.Gompirun || cfg.bind != "auto":
+		case !oversubscribed:
 			bindRank(env.LocalRank, env.LocalSize)
-		case cfg.bind == "auto":
+		default:
 			bindCrowdedRank(env.LocalRank)
 		}
 		// The world's shared-memory segment is made here, not at its first
@@ -208,6 +199,22 @@ func start() (*state, error) {
 		settleScheduler(cfg.settle)
 	}
 	return s, nil
+}
+
+// pacing is a blocking wait's spin rounds (GOMPIX_SPIN's, or chosen) and
+// yielding rounds before it sleeps.
+func pacing(spin int, oversubscribed bool) (int, int) {
+	if spin < 0 {
+		spin = 4096
+		if oversubscribed {
+			spin = 0
+		}
+	}
+	if oversubscribed {
+		// About 1 ms of yielding polls before a wait sleeps (pt2pt.Options).
+		return spin, 2000
+	}
+	return spin, 0
 }
 
 // driverPresent reports whether this machine has an NVIDIA driver, without
@@ -291,17 +298,15 @@ func (s *state) close() error {
 			err = perr
 		}
 	}
-	if s.client != nil && s.finalizing {
+	if s.finalizing {
 		ctx, cancel := context.WithTimeout(context.Background(), finalizeReportTimeout)
-		if ferr := s.client.Finalize(ctx); err == nil {
+		if ferr := s.job.Finalize(ctx); err == nil {
 			err = ferr
 		}
 		cancel()
 	}
-	if s.client != nil {
-		if cerr := s.client.Close(); err == nil {
-			err = cerr
-		}
+	if cerr := s.job.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
@@ -329,8 +334,9 @@ func World() *Comm {
 	return noWorld
 }
 
-// LocalRank and LocalSize describe this rank's place on its node, as the
-// launcher assigned it (0 and 1 in singleton mode).
+// LocalRank and LocalSize describe this rank's place on its node: the
+// ranks that share this node (internal/bootstrap's node facts), in rank
+// order (0 and 1 in singleton mode).
 func LocalRank() int { return env().LocalRank }
 
 // LocalSize is the number of ranks on this node.
@@ -345,12 +351,23 @@ func env() wireup.JobEnv {
 	return cur.env
 }
 
-// Abort ends the whole job: it exits this process with code, and gompirun
-// then terminates every other rank and reports the code.
+// Abort ends the whole job: it asks the launcher to end every rank (PMI-2
+// abort, PMIx_Abort) and exits this process with code; gompirun, told by
+// the exit, terminates every other rank and reports the code.
 func Abort(code int) {
 	if code == 0 {
 		code = 1
 	}
-	fmt.Fprintf(os.Stderr, "gompix: MPI_Abort called with code %d\n", code)
+	msg := fmt.Sprintf("gompix: MPI_Abort called with code %d", code)
+	fmt.Fprintln(os.Stderr, msg)
+	// TryLock: an Abort from a goroutine while Init or Finalize runs
+	// still exits, without the launcher's word.
+	if initMu.TryLock() {
+		s := cur
+		initMu.Unlock()
+		if s != nil {
+			_ = s.job.Abort(code, msg)
+		}
+	}
 	os.Exit(code)
 }

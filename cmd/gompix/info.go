@@ -8,11 +8,13 @@ import (
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	_ "github.com/gompix/gompix/coll" // registers GOMPIX_<COLL>_ALGORITHM
+	"github.com/gompix/gompix/internal/bootstrap"
 	"github.com/gompix/gompix/internal/buildinfo"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
@@ -107,11 +109,19 @@ func writeInfo(w io.Writer) error {
 	}
 	writeGPUPaths(w, ucxCUDA)
 	writeGPUCollectives(w)
+	writeLaunch(w)
 	fmt.Fprintln(w, "Configuration (GOMPIX_*):")
 	for _, v := range config.Vars() {
 		fmt.Fprintf(w, "  %s=%s\n      %s (currently %q)\n", v.Name, v.Default, v.Description, v.Raw())
 	}
 	return nil
+}
+
+// writeLaunch names the launcher this process would join (without joining)
+// and this node's identity, which ranks compare to find their node.
+func writeLaunch(w io.Writer) {
+	fmt.Fprintf(w, "Launcher: %s\n", bootstrap.Detect(os.Getenv))
+	fmt.Fprintf(w, "  node key: %s\n", bootstrap.NodeKey())
 }
 
 // writeGPUPaths says which path device buffers take between two ranks, as

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/gompix/gompix/internal/bootstrap"
 )
 
 // TestInfoWithoutGPU: on a machine without a GPU (CI), info still reports
@@ -17,7 +19,7 @@ func TestInfo(t *testing.T) {
 	for _, want := range []string{"UCX: 1.", "memory types: host", "GOMPIX_SPIN", "GOMPIX_ALLREDUCE_ALGORITHM", "GPUs:",
 		"GPU point-to-point paths", "peer on this node            8 B: ipc", "peer on another node         8 B: staged",
 		"GPU collectives (device buffers):", "up to 65536 B exposed: one fused kernel", "allreduce form push",
-		"GOMPIX_GPU_COLL_STAGING"} {
+		"GOMPIX_GPU_COLL_STAGING", "Launcher: singleton", "node key: " + bootstrap.NodeKey(), "GOMPIX_PMIX_LIB"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("info output lacks %q:\n%s", want, out)
 		}

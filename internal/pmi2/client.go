@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrNotFound is returned (wrapped) when the server has no value for a key.
@@ -47,7 +48,10 @@ type Client struct {
 	size   int
 	appnum int
 	jobid  string
-	closed bool
+	// closed is set by Close, which does not wait for mu: closing the
+	// connection is how a caller ends a call blocked on the server (a
+	// Fence whose deadline passed).
+	closed atomic.Bool
 }
 
 // Connect reaches the PMI-2 server named by the launcher's environment
@@ -160,7 +164,7 @@ func (c *Client) call(cmd string, args ...pair) (*message, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return nil, fmt.Errorf("pmi2: %s on a closed client", cmd)
 	}
 	if _, err := c.conn.Write(msg); err != nil {
@@ -282,7 +286,7 @@ func (c *Client) Abort(code int, msg string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return errors.New("pmi2: abort on a closed client")
 	}
 	if _, err := c.conn.Write(b); err != nil {
@@ -299,13 +303,11 @@ func truncate(s string) string {
 }
 
 // Close drops the connection without finalize (the server may treat that as
-// the rank failing). Closing twice is harmless.
+// the rank failing). Closing twice is harmless. It does not wait for a call
+// in flight: that call fails, its connection gone.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Swap(true) {
 		return nil
 	}
-	c.closed = true
 	return c.conn.Close()
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestEncodeFraming(t *testing.T) {
@@ -388,5 +389,28 @@ func TestLocalRank(t *testing.T) {
 	}
 	if _, _, _, err := LocalRank(nodeOf, 8); err == nil {
 		t.Error("LocalRank outside the mapping succeeded")
+	}
+}
+
+// TestCloseEndsBlockedFence: Close does not wait for a call in flight; a
+// Fence the other ranks never join fails once the connection is closed
+// (how a caller bounds a fence by a deadline).
+func TestCloseEndsBlockedFence(t *testing.T) {
+	s := newFakeServer(t, 2) // the second rank never comes
+	c, err := pipeClient(s, map[string]string{"PMI_RANK": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Fence() }()
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a fence whose connection was closed succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the blocked Fence")
 	}
 }

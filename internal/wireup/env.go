@@ -174,35 +174,53 @@ func validJobID(id string) bool {
 }
 
 // ErrForeignLauncher is wrapped by FromEnviron's error when another MPI's
-// launcher (Open MPI's mpirun, Slurm's srun, MPICH's Hydra) started the
-// process: gompix cannot join those jobs.
-var ErrForeignLauncher = errors.New("wireup: started by a launcher gompix does not support")
+// launcher started the process in a way gompix cannot join (Open MPI
+// without PMIx, srun without a PMI plugin, a PMI-1 only launcher).
+var ErrForeignLauncher = errors.New("wireup: started by a launcher gompix cannot join")
+
+// Joinable reports whether the environment is one of a launcher gompix
+// joins other than gompirun: a PMI-2 server (PMI_FD or PMI_PORT: srun
+// --mpi=pmi2, MPICH's Hydra) or PMIx (PMIX_NAMESPACE and PMIX_RANK: Open
+// MPI's mpirun, srun --mpi=pmix). internal/bootstrap joins those.
+func Joinable(getenv func(string) string) bool {
+	return getenv("PMI_FD") != "" || getenv("PMI_PORT") != "" ||
+		getenv("PMIX_NAMESPACE") != "" && getenv("PMIX_RANK") != ""
+}
 
 // ForeignLauncher reports, as an error wrapping ErrForeignLauncher, a
-// process that another MPI's launcher started as one rank of several; nil
-// otherwise. Without this check each rank would take itself for a world of
-// one and the job would "work" N times over.
+// process that another MPI's launcher started as one rank of several in a
+// way gompix cannot join; nil otherwise (Joinable launchers included).
+// Without this check each rank would take itself for a world of one and the
+// job would "work" N times over.
 func ForeignLauncher(getenv func(string) string) error {
+	if Joinable(getenv) {
+		return nil
+	}
 	atLeast2 := func(name string) bool {
 		n, err := strconv.Atoi(getenv(name))
 		return err == nil && n > 1
 	}
-	var who, evidence string
+	var who, evidence, fix string
 	switch {
 	case atLeast2("OMPI_COMM_WORLD_SIZE"):
 		who, evidence = "Open MPI's mpirun", "OMPI_COMM_WORLD_SIZE="+getenv("OMPI_COMM_WORLD_SIZE")
+		fix = "it set no PMIx variables (PMIX_NAMESPACE, PMIX_RANK): use an Open MPI built with PMIx (4.x and later are)"
 	case getenv("OMPI_COMM_WORLD_SIZE") == "" && getenv("PMIX_RANK") != "":
-		// A PMIx launcher (prterun, mpirun of Open MPI 5, srun --mpi=pmix)
-		// that does not say the job's size: take it as a multi-rank job.
+		// A PMIx launcher that does not say the job's size: take it as a
+		// multi-rank job.
 		who, evidence = "a PMIx launcher", "PMIX_RANK="+getenv("PMIX_RANK")
+		fix = "PMIX_NAMESPACE is not set, so PMIx cannot be joined"
 	case getenv("SLURM_PROCID") != "" && getenv("SLURM_STEP_ID") != "" && atLeast2("SLURM_NTASKS"):
 		who, evidence = "Slurm's srun", "SLURM_NTASKS="+getenv("SLURM_NTASKS")
+		fix = "srun gave no PMI server: run srun --mpi=pmi2 (or --mpi=pmix)"
 	case getenv("PMI_RANK") != "" && atLeast2("PMI_SIZE"):
-		who, evidence = "MPICH's Hydra (mpiexec)", "PMI_SIZE="+getenv("PMI_SIZE")
+		who, evidence = "a PMI launcher", "PMI_SIZE="+getenv("PMI_SIZE")
+		fix = "it gave no PMI-2 server (PMI_FD or PMI_PORT); gompix speaks PMI-2, not PMI-1"
 	default:
 		return nil
 	}
-	return fmt.Errorf("%w: this process was started by %s (%s), whose jobs gompix cannot join: "+
-		"every rank would run alone as rank 0 of 1; start the program with gompirun instead "+
-		"(gompirun -n N PROGRAM, on one host)", ErrForeignLauncher, who, evidence)
+	return fmt.Errorf("%w: this process was started by %s (%s), and %s; "+
+		"otherwise every rank would run alone as rank 0 of 1. gompix joins jobs of gompirun "+
+		"(gompirun -n N PROGRAM), srun --mpi=pmi2 or --mpi=pmix, MPICH's mpiexec (Hydra) and Open MPI's mpirun",
+		ErrForeignLauncher, who, evidence, fix)
 }

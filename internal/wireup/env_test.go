@@ -114,8 +114,13 @@ func TestFromEnvironForeignLauncher(t *testing.T) {
 		{"srun", map[string]string{"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "4"}, "srun"},
 		{"srun one task", map[string]string{"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "1"}, ""},
 		{"sbatch script, no step", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, ""},
-		{"Hydra", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, "Hydra"},
+		{"Hydra", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2"}, "PMI-2"},
 		{"Hydra one rank", map[string]string{"PMI_RANK": "0", "PMI_SIZE": "1"}, ""},
+		// The launchers internal/bootstrap joins are not refused here.
+		{"Hydra with PMI-2", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "PMI_FD": "6"}, ""},
+		{"srun --mpi=pmi2", map[string]string{"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "4", "PMI_FD": "5"}, ""},
+		{"Open MPI with PMIx", map[string]string{"OMPI_COMM_WORLD_SIZE": "2", "PMIX_RANK": "1", "PMIX_NAMESPACE": "7"}, ""},
+		{"srun --mpi=pmix", map[string]string{"SLURM_PROCID": "0", "SLURM_STEP_ID": "0", "SLURM_NTASKS": "4", "PMIX_RANK": "0", "PMIX_NAMESPACE": "slurm.pmix.1.0"}, ""},
 		{"nothing", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

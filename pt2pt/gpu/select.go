@@ -60,7 +60,7 @@ var (
 	cfgDepth = config.NewInt("GOMPIX_STAGING_DEPTH", DefaultStagingDepth,
 		"chunks of one staged rendezvous in flight per side (pinned chunk buffers per message: depth x chunk on each side), 1 to 16")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
-		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why)")
+		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
 )
 
 // DefaultRndvThreshold is GOMPIX_RNDV_THRESHOLD's default (256 KiB): at
