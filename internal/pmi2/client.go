@@ -116,11 +116,17 @@ func newClient(conn io.ReadWriteCloser, getenv func(string) string) (*Client, er
 	}
 
 	args := []pair{{"pmi-version", "2"}, {"pmi-subversion", "0"}}
+	// Slurm's server refuses a fullinit without the job id it exported.
+	if id := getenv("PMI_JOBID"); id != "" {
+		args = append(args, pair{"pmijobid", id})
+	}
 	if r := getenv("PMI_RANK"); r != "" {
 		args = append(args, pair{"pmirank", r})
 	} else if id := getenv("PMI_ID"); id != "" {
 		args = append(args, pair{"pmiid", id})
 	}
+	// Slurm requires threaded too; one command is in flight at a time here.
+	args = append(args, pair{"threaded", "FALSE"})
 	resp, err := c.call("fullinit", args...)
 	if err != nil {
 		return nil, err

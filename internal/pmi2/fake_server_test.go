@@ -18,6 +18,9 @@ type fakeServer struct {
 	jobid  string
 	attrs  map[string]string
 	refuse map[string]*ServerError // commands answered with rc != 0
+	// wantJobID, when set, makes fullinit require pmijobid and threaded, as
+	// Slurm's server does.
+	wantJobID string
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -93,6 +96,12 @@ func (s *fakeServer) handle(req *message, rank *int) []pair {
 	ok := pair{"rc", "0"}
 	switch req.cmd {
 	case "fullinit":
+		if id, _ := req.get("pmijobid"); s.wantJobID != "" && id != s.wantJobID {
+			return []pair{{"rc", "3"}, {"errmsg", "pmijobid missing in fullinit command"}}
+		}
+		if th, ok := req.get("threaded"); s.wantJobID != "" && (!ok || th != "FALSE") {
+			return []pair{{"rc", "3"}, {"errmsg", "threaded missing in fullinit command"}}
+		}
 		v, _ := req.get("pmirank")
 		*rank, _ = strconv.Atoi(v)
 		return []pair{ok, {"pmi-version", "2"}, {"pmi-subversion", "0"}, {"rank", v},

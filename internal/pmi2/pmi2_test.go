@@ -278,6 +278,23 @@ func TestServerRefusal(t *testing.T) {
 	}
 }
 
+// Slurm's PMI-2 server refuses a fullinit that lacks the PMI_JOBID it
+// exported ("pmijobid missing in fullinit command").
+func TestFullinitSendsJobID(t *testing.T) {
+	s := newFakeServer(t, 1)
+	s.wantJobID = "2.0"
+	if _, err := pipeClient(s, map[string]string{"PMI_RANK": "0"}); err == nil {
+		t.Fatal("fake server accepted a fullinit without pmijobid: the test proves nothing")
+	}
+	s2 := newFakeServer(t, 1)
+	s2.wantJobID = "2.0"
+	c, err := pipeClient(s2, map[string]string{"PMI_RANK": "0", "PMI_JOBID": "2.0"})
+	if err != nil {
+		t.Fatalf("fullinit with PMI_JOBID set: %v", err)
+	}
+	c.Close()
+}
+
 func TestConnectEnvironment(t *testing.T) {
 	for _, e := range []map[string]string{
 		{},
