@@ -90,7 +90,7 @@ func TestAgentArgv(t *testing.T) {
 			[]string{"ssh", "-p", "2222", "node7", `exec '/opt/my gompix/bin/gompirun' --host-agent`}},
 		{"", "/bin/gompirun", []string{"ssh", "node7", "exec /bin/gompirun --host-agent"}},
 		{SlurmLaunchAgent, "/bin/gompirun", []string{"srun", "--nodes=1", "--ntasks=1", "--nodelist=node7", "--overlap",
-			"--cpu-bind=none", "--kill-on-bad-exit=1", "/bin/gompirun", "--host-agent"}},
+			"--cpu-bind=none", "--kill-on-bad-exit=1", "--unbuffered", "/bin/gompirun", "--host-agent"}},
 	} {
 		if got := agentArgv(tc.agent, "node7", tc.path); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("agentArgv(%q) = %q\nwant %q", tc.agent, got, tc.want)

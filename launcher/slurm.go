@@ -10,8 +10,10 @@ import (
 // SlurmLaunchAgent starts a host agent inside a Slurm allocation: a one-task
 // step on that node, sharing the allocation's resources with the job's
 // other steps (--overlap), without CPU binding (the agent's ranks bind
-// themselves), and ended by Slurm if it fails.
-const SlurmLaunchAgent = "srun --nodes=1 --ntasks=1 --nodelist=%h --overlap --cpu-bind=none --kill-on-bad-exit=1"
+// themselves), and ended by Slurm if it fails. --unbuffered: the agent's
+// frames are binary, and srun would otherwise hold a frame back until a
+// newline byte follows it.
+const SlurmLaunchAgent = "srun --nodes=1 --ntasks=1 --nodelist=%h --overlap --cpu-bind=none --kill-on-bad-exit=1 --unbuffered"
 
 // maxHostlist bounds what a hostlist expression may expand to, so a typo
 // such as node[1-100000000] is an error rather than the launcher's memory.
