@@ -152,13 +152,15 @@ func start() (*state, error) {
 	env := wireup.JobEnv{Rank: job.Rank, Size: job.Size, LocalRank: job.LocalRank, LocalSize: job.LocalSize,
 		Node: job.Node, GPU: job.GPU, JobID: job.JobID}
 	underLauncher := job.Kind != bootstrap.Singleton
-	// The node's CPUs are those its ranks may use together: a launcher
-	// that binds each rank to a core of its own has not oversubscribed.
+	// CPUs belong to the machine (one kernel), which several nodes
+	// (containers, namespaces) may share; its ranks' CPUs are those they may
+	// use together: a launcher that binds each rank to a core of its own
+	// has not oversubscribed.
 	cpus := runtime.NumCPU()
-	if job.NodeCPUs > 0 {
-		cpus = job.NodeCPUs
+	if job.MachineCPUs > 0 {
+		cpus = job.MachineCPUs
 	}
-	oversubscribed := env.LocalSize > cpus
+	oversubscribed := job.MachineSize > cpus
 	spin, yield := pacing(cfg.spin, oversubscribed)
 	segmentPrefix = "gompix-"
 	if underLauncher && env.JobID != "" {
@@ -184,9 +186,9 @@ func start() (*state, error) {
 		switch {
 		case job.Kind != bootstrap.Gompirun || cfg.bind != "auto":
 		case !oversubscribed:
-			bindRank(env.LocalRank, env.LocalSize)
+			bindRank(job.MachineRank, job.MachineSize)
 		default:
-			bindCrowdedRank(env.LocalRank)
+			bindCrowdedRank(job.MachineRank)
 		}
 		// The world's shared-memory segment is made here, not at its first
 		// collective: the set-up's exchanges and waits put the Go runtime's

@@ -242,6 +242,43 @@ func TestPlaceFactsWin(t *testing.T) {
 	}
 }
 
+// TestMachinePlacement: nodes that share a kernel (namespaces or containers
+// of one machine, one boot id) share its CPUs, so ranks are counted across
+// them for binding; each node keeps its own local ranks.
+func TestMachinePlacement(t *testing.T) {
+	keys := []string{"node1|B|ipc:1|mnt:1", "node2|B|ipc:2|mnt:2", "node1|B|ipc:1|mnt:1", "other|C|ipc:9|mnt:9"}
+	cpus := [][]int{{0, 1}, {0, 1}, {0, 1}, {0}}
+	st := &memStore{size: len(keys), m: map[string][]byte{}}
+	st.cond = sync.NewCond(&st.mu)
+	jobs := make([]*Job, len(keys))
+	var wg sync.WaitGroup
+	for r := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := &Job{Kind: Gompirun, Rank: r, Size: len(keys), s: memSession{st}}
+			j.KV = &KV{s: j.s}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := j.place(ctx, mapEnv(nil), claim{}, keys[r], cpus[r]); err != nil {
+				t.Error(err)
+			}
+			jobs[r] = j
+		}()
+	}
+	wg.Wait()
+	// rank: local rank, local size, machine rank, machine size, machine CPUs
+	want := [][5]int{{0, 2, 0, 3, 2}, {0, 1, 1, 3, 2}, {1, 2, 2, 3, 2}, {0, 1, 0, 1, 1}}
+	for r, j := range jobs {
+		if j == nil {
+			t.Fatalf("rank %d not placed", r)
+		}
+		if got := [5]int{j.LocalRank, j.LocalSize, j.MachineRank, j.MachineSize, j.MachineCPUs}; got != want[r] {
+			t.Errorf("rank %d: local %d/%d, machine %d/%d, machine CPUs %d; want %v", r, got[0], got[1], got[2], got[3], got[4], want[r])
+		}
+	}
+}
+
 // lockedBuffer is a bytes.Buffer the goroutine ranks share.
 type lockedBuffer struct {
 	mu sync.Mutex

@@ -50,6 +50,12 @@ type Job struct {
 	// NodeCPUs is how many CPUs this node's ranks may run on, together
 	// (the union of their affinity masks when the job started); 0 unknown.
 	NodeCPUs int
+	// MachineRank and MachineSize place this rank among the ranks that run
+	// on the same kernel (boot id): several nodes (containers, namespaces)
+	// may share one machine's CPUs, and binding counts across all of them.
+	MachineRank, MachineSize int
+	// MachineCPUs is NodeCPUs over the machine's ranks; 0 unknown.
+	MachineCPUs int
 	// JobID names the job in files its ranks make (letters and digits, at
 	// most 32); empty for a singleton.
 	JobID string

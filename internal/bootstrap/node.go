@@ -47,6 +47,15 @@ func readNodeFacts() Facts {
 	return f
 }
 
+// machineOf is the part of a node key that names the kernel (the boot id):
+// nodes with the same one share the machine's CPUs.
+func machineOf(key string) string {
+	if f := strings.Split(key, "|"); len(f) > 1 {
+		return f[1]
+	}
+	return key
+}
+
 // NodeKey is this process's node identity (Facts.Key of the facts it reads).
 func NodeKey() string { return nodeFacts().Key() }
 
@@ -74,6 +83,14 @@ func (j *Job) place(ctx context.Context, getenv func(string) string, c claim, ke
 	j.Nodes = nodeTable(keys)
 	j.Node, j.LocalRank, j.LocalSize = placement(j.Nodes, j.Rank)
 	j.NodeCPUs = nodeCPUs(all, j.Nodes, j.Node)
+	machines := make([]string, len(all))
+	for r, f := range all {
+		machines[r] = machineOf(f.key)
+	}
+	mt := nodeTable(machines)
+	var machine int
+	machine, j.MachineRank, j.MachineSize = placement(mt, j.Rank)
+	j.MachineCPUs = nodeCPUs(all, mt, machine)
 	if c.known && (c.localRank != j.LocalRank || c.localSize != j.LocalSize) && debugging(getenv, "boot") {
 		fmt.Fprintf(debugOut, "gompix: boot: rank %d: %s says local rank %d of %d, the node facts say %d of %d; the facts win\n",
 			j.Rank, j.Kind, c.localRank, c.localSize, j.LocalRank, j.LocalSize)
