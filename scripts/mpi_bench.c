@@ -5,6 +5,9 @@
 // copied:
 //   latency   ping-pong between ranks 0 and 1; one-way time = round trip / 2
 //             (10000 iterations + 100 warm-up up to 8 KiB, then 1000 + 10)
+//   bw        rank 0 sends a window of 64 nonblocking messages, rank 1
+//             answers the window with a 4-byte message; MB/s (10^6 bytes)
+//             over the iterations (100 + 10 up to 8 KiB, then 20 + 2)
 //   <coll>    allreduce, bcast, reduce, allgather, alltoall, barrier: each
 //             iteration times one call on every rank, then a barrier; the
 //             reported time is the average over ranks of the mean per call
@@ -53,6 +56,34 @@ static double latency(long size, char *s, char *r, int rank) {
     return (MPI_Wtime() - t0) * 1e6 / (2.0 * n);
 }
 
+#define WINDOW 64
+
+static double bandwidth(long size, char *s, char *r, int rank) {
+    int n = size <= 8192 ? 100 : 20, skip = size <= 8192 ? 10 : 2;
+    MPI_Request req[WINDOW];
+    char ack[4];
+    double t0 = 0;
+    for (int i = 0; i < n + skip; i++) {
+        if (i == skip) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        if (rank == 0) {
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Isend(s, (int)size, MPI_CHAR, 1, 100, MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            MPI_Recv(ack, 4, MPI_CHAR, 1, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            for (int w = 0; w < WINDOW; w++)
+                MPI_Irecv(r, (int)size, MPI_CHAR, 0, 100, MPI_COMM_WORLD, &req[w]);
+            MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+            MPI_Send(ack, 4, MPI_CHAR, 0, 101, MPI_COMM_WORLD);
+        }
+    }
+    double t = MPI_Wtime() - t0;
+    return (double)size * WINDOW * n / t / 1e6;
+}
+
 static void call(const char *coll, long size, char *s, char *r, int p) {
     int c = (int)size;
     if (!strcmp(coll, "allreduce"))
@@ -93,13 +124,13 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     if (argc < 2) {
-        if (rank == 0) fprintf(stderr, "usage: mpi_bench latency|allreduce|bcast|reduce|allgather|alltoall|barrier SIZE...\n");
+        if (rank == 0) fprintf(stderr, "usage: mpi_bench latency|bw|allreduce|bcast|reduce|allgather|alltoall|barrier SIZE...\n");
         MPI_Finalize();
         return 2;
     }
     const char *what = argv[1];
     if (rank == 0) {
-        printf("# mpi_bench %s\n# Size       Avg Latency(us)\n", what);
+        printf("# mpi_bench %s\n# Size       %s\n", what, strcmp(what, "bw") ? "Avg Latency(us)" : "Bandwidth (MB/s)");
         fflush(stdout);
     }
     long max = 0;
@@ -111,7 +142,9 @@ int main(int argc, char **argv) {
     }
     for (int i = 2; i < argc; i++) {
         long size = atol(argv[i]);
-        double t = !strcmp(what, "latency") ? latency(size, s, r, rank) : collective(what, size, s, r, p);
+        double t = !strcmp(what, "latency") ? latency(size, s, r, rank)
+                   : !strcmp(what, "bw")    ? bandwidth(size, s, r, rank)
+                                            : collective(what, size, s, r, p);
         if (rank == 0) {
             printf("%s %ld %.2f\n", what, size, t);
             fflush(stdout);
