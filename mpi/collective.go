@@ -359,7 +359,8 @@ func typeOf(name string, a, b *bufInfo) (dtype.Type, error) {
 // call is how a collective is started: blocking (the call returns once
 // it is complete), or not; and, for an enqueued collective (StreamComm),
 // the CUDA stream it is to run on, if the IPC-direct engine can run it
-// there without a host step (coll.State.SetCallStream).
+// there without a host step. start makes it coll's Call, adding where the
+// buffers live.
 type call struct {
 	block  bool
 	stream uintptr
@@ -377,9 +378,10 @@ func (c *Comm) checkColl(name string) error {
 	return nil
 }
 
-// start runs f (which starts a coll operation) on buffers that live on
-// device ord (-1: host memory; pairArgs finds it) with c's collective lock
-// held; the executor pins what it hands to the transport (see collComm).
+// start runs f (which starts a coll operation as cc describes it) on
+// buffers that live on device ord (-1: host memory; pairArgs finds it) with
+// c's collective lock held; the executor pins what it hands to the
+// transport (see collComm).
 // Nonblocking, it returns the Request. Blocking, it waits itself and
 // returns nil: no Request is made, and the finished schedule goes back to
 // the engine for the next call. On a stream the engine cannot use, it
@@ -392,7 +394,7 @@ func (c *Comm) checkColl(name string) error {
 // takes no part in this lock. A blocking device collective lets go of the
 // lock before it waits: a stream's work (StreamComm) may need the lock to
 // start the collectives the wait depends on.
-func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+func (c *Comm) start(m call, name string, ord int, f func(s *coll.State, cc coll.Call) (coll.Request, error)) (*Request, error) {
 	if err := c.checkColl(name); err != nil {
 		return nil, err
 	}
@@ -407,14 +409,10 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 		err = c.useSpace(st, ord, m.block)
 	}
 	if err == nil {
-		st.SetCallStream(m.stream)
-		st.SetCallBlocking(m.block)
-		cr, err = f(st)
-		st.SetCallStream(0)
-		st.SetCallBlocking(false)
+		cr, err = f(st, coll.Call{Device: ord >= 0, Blocking: m.block, Stream: m.stream})
 	}
 	if m.block && ord < 0 && err == nil {
-		err = st.WaitKeep(cr)
+		err = st.WaitKeep(cr, nil)
 		c.collMu.Unlock()
 		return nil, wrapColl(name, err)
 	}
@@ -426,7 +424,7 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 		return nil, wrapColl(name, err)
 	}
 	if m.block {
-		return nil, wrapColl(name, st.WaitRelease(cr))
+		return nil, wrapColl(name, st.Wait(cr, nil))
 	}
 	if m.stream != 0 {
 		// Run on the stream: completed there, and not waited on by
@@ -532,7 +530,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 }
 
 func (c *Comm) ibarrier(m call) (*Request, error) {
-	return c.start(m, "barrier", -1, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+	return c.start(m, "barrier", -1, func(s *coll.State, cc coll.Call) (coll.Request, error) { return s.Barrier(cc) })
 }
 
 // Bcast sends root's buf to every rank's buf.
@@ -559,8 +557,8 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	// One buffer: its device is the call's (callDevice can find no
 	// mixture), -1 for host memory.
 	n, t, ord := is[0].n, is[0].t, is[0].dev
-	return c.start(m, "bcast", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ibcast(b, n, t, root)
+	return c.start(m, "bcast", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Bcast(cc, b, n, t, root)
 	})
 }
 
@@ -626,8 +624,8 @@ func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, er
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "reduce", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ireduce(sb, rb, n, t, op.c, root)
+	return c.start(m, "reduce", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Reduce(cc, sb, rb, n, t, op.c, root)
 	})
 }
 
@@ -653,8 +651,8 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "allreduce", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iallreduce(sb, rb, n, t, op.c)
+	return c.start(m, "allreduce", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allreduce(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -677,8 +675,8 @@ func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "scan", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iscan(sb, rb, n, t, op.c)
+	return c.start(m, "scan", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Scan(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -702,8 +700,8 @@ func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "exscan", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iexscan(sb, rb, n, t, op.c)
+	return c.start(m, "exscan", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Exscan(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -739,8 +737,8 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	} else if send.Len() != p*n {
 		return nil, countErr("reduce_scatter_block", "send buffer of %d elements, want %d ranks × %d", send.Len(), p, n)
 	}
-	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State) (coll.Request, error) {
-		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
+	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.ReduceScatterBlock(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -764,8 +762,8 @@ func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "reduce_scatter", ord, func(s *coll.State) (coll.Request, error) {
-		return s.IreduceScatter(sb, rb, counts, t, op.c)
+	return c.start(m, "reduce_scatter", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.ReduceScatter(cc, sb, rb, counts, t, op.c)
 	})
 }
 
@@ -789,8 +787,8 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "allgather", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iallgather(sb, rb, n, t)
+	return c.start(m, "allgather", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allgather(cc, sb, rb, n, t)
 	})
 }
 
@@ -817,8 +815,8 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "allgatherv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iallgatherv(sb, n, rb, counts, displs, t)
+	return c.start(m, "allgatherv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allgatherv(cc, sb, n, rb, counts, displs, t)
 	})
 }
 
@@ -838,8 +836,8 @@ func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "gather", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Igather(sb, rb, n, t, root)
+	return c.start(m, "gather", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Gather(cc, sb, rb, n, t, root)
 	})
 }
 
@@ -863,8 +861,8 @@ func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root in
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "gatherv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Igatherv(sb, n, rb, counts, displs, t, root)
+	return c.start(m, "gatherv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Gatherv(cc, sb, n, rb, counts, displs, t, root)
 	})
 }
 
@@ -935,8 +933,8 @@ func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
 			n = send.Len() / c.Size()
 		}
 	}
-	return c.start(m, "scatter", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iscatter(sb, rb, n, t, root)
+	return c.start(m, "scatter", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Scatter(cc, sb, rb, n, t, root)
 	})
 }
 
@@ -960,8 +958,8 @@ func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer,
 	if isInPlace(recv) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "scatterv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
+	return c.start(m, "scatterv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Scatterv(cc, sb, counts, displs, rb, n, t, root)
 	})
 }
 
@@ -990,8 +988,8 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 		return nil, countErr("alltoall", "send buffer of %d and receive buffer of %d elements for %d ranks", send.Len(), n, p)
 	}
 	n /= p
-	return c.start(m, "alltoall", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ialltoall(sb, rb, n, t)
+	return c.start(m, "alltoall", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Alltoall(cc, sb, rb, n, t)
 	})
 }
 
@@ -1014,8 +1012,8 @@ func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, rec
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "alltoallv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
+	return c.start(m, "alltoallv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Alltoallv(cc, sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }
 
