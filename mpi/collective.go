@@ -63,7 +63,7 @@ func progressOf(e *pt2pt.Engine) *coll.Progress {
 // once per call, just before the first message that needs it, so Isend and
 // Irecv pin nothing; a send from a buffer not pinned yet is first tried
 // through TrySend, which sends a short message inside the call (pt2pt's
-// TrySendColl), after which the transport keeps no reference to it. A send
+// Immediate), after which the transport keeps no reference to it. A send
 // buffer whose messages all leave that way is never pinned. Comm.start pins
 // nothing.
 type collComm struct {
@@ -84,31 +84,34 @@ func (a collComm) Rank() int { return a.pc.Rank() }
 func (a collComm) Size() int { return a.pc.Size() }
 
 func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: dest, Tag: tag, Flags: pt2pt.Collective})
 }
 
 // TrySend sends buf inside the call when the transport can (pt2pt's
-// TrySendColl), for the executor, which then need not pin buf
+// Immediate), for the executor, which then need not pin buf
 // (coll's immediateSender).
 func (a collComm) TrySend(buf []byte, dest, tag int) (coll.Request, bool, error) {
 	n := int64(len(buf))
 	if n > collTryLimit.Load() {
 		return nil, false, nil
 	}
-	r, sent, err := a.pc.TrySendColl(pt2pt.HostMem(buf), dest, tag)
-	if err != nil || !sent {
+	var r pt2pt.Request
+	err := a.pc.Post(pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: dest, Tag: tag, Flags: pt2pt.Collective | pt2pt.Immediate}, &r)
+	if err != nil || !r.Posted() {
 		if err == nil && n > collTryFloor && n <= collTryLimit.Load() {
 			collTryLimit.Store(n - 1) // a race may lose a lowering: harmless
 		}
 		return nil, false, err
 	}
-	if r == nil {
-		return nil, true, nil // nil: complete (coll's immediateSender)
+	if r.Done() {
+		_, err = r.Wait() // gone already: nil is complete (coll's immediateSender)
+		return nil, true, err
 	}
 	// Still queued in the transport: the schedule waits for it like a
 	// posted send (buf is free already).
-	q, err := newCollMsg(*r, nil)
-	return q, true, err
+	q := collMsgs.Get().(*collMsg)
+	q.r = r
+	return q, true, nil
 }
 
 // collTryLimit is the largest message TrySend tries to send inside
@@ -125,7 +128,7 @@ func init() { collTryLimit.Store(8192) }
 const collTryFloor = 64
 
 // TryRecv receives a short message inside the call when it is there or
-// arrives within the transport's short poll (pt2pt's TryRecvColl), for a
+// arrives within the transport's short poll (pt2pt's Immediate), for a
 // blocking schedule (coll's immediateReceiver): nothing stays posted, so
 // buf is not pinned. It reports the message's size. When ranks outnumber
 // cores the transport's poll gives the processor away between short
@@ -135,21 +138,21 @@ func (a collComm) TryRecv(buf []byte, src, tag int) (int, bool, error) {
 	if len(buf) > pt2pt.TryRecvMax {
 		return 0, false, nil
 	}
-	st, ok, err := a.pc.TryRecvColl(pt2pt.HostMem(buf), src, tag)
+	st, ok, err := a.pc.Run(pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Collective | pt2pt.Immediate})
 	return st.Bytes, ok, err
 }
 
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Collective})
 }
 
-// newCollMsg wraps a posted message for coll (from the pool).
-func newCollMsg(r pt2pt.Request, err error) (coll.Request, error) {
-	if err != nil {
+// postCollMsg posts m on pc for coll, in a message from the pool.
+func postCollMsg(pc *pt2pt.Comm, m pt2pt.Msg) (coll.Request, error) {
+	q := collMsgs.Get().(*collMsg)
+	if err := pc.Post(m, &q.r); err != nil {
+		q.Release()
 		return nil, err
 	}
-	q := collMsgs.Get().(*collMsg)
-	q.r = r
 	return q, nil
 }
 

@@ -242,11 +242,11 @@ func (a collDeviceComm) devMem(buf []byte) pt2pt.Mem {
 }
 
 func (a collDeviceComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIsendColl(a.devMem(buf), dest, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: a.devMem(buf), Peer: dest, Tag: tag, Flags: pt2pt.Collective})
 }
 
 func (a collDeviceComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIrecvColl(a.devMem(buf), src, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: a.devMem(buf), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Collective})
 }
 
 // Idle is collComm's.
