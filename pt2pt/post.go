@@ -41,12 +41,15 @@ const (
 // running marks an operation of Run (a blocking call) inside the engine.
 const running Flags = 1 << 7
 
-// opNames name an operation in its errors, by its Receive, Collective and
-// running flags.
+// opNames name an operation in its errors, by its Receive and Collective
+// flags and, in the bit above them, running.
 var opNames = [8]string{
 	0: "isend", Receive: "irecv", Collective: "coll send", Receive | Collective: "coll recv",
-	4: "send", 4 | Receive: "recv", 4 | Collective: "coll send", 4 | Receive | Collective: "coll recv",
+	ran: "send", ran | Receive: "recv", ran | Collective: "coll send", ran | Receive | Collective: "coll recv",
 }
+
+// ran is running moved next to Receive and Collective, for opNames.
+const ran = running >> 5
 
 // name is the operation's name in its errors.
 func (f Flags) name() string { return opNames[f&(Receive|Collective)|f&running>>5] }
