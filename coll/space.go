@@ -12,8 +12,9 @@ import (
 // its host space (the Comm it was made with, and Options.Mem) and, once
 // SetDevice has given it one, device calls (Call.Device) in its device
 // space, whose Mem reduces with device kernels and whose Comm posts
-// device-memory messages. Both spaces share the State's sequence of tags, so host and device
-// collectives may be in flight on one communicator at once.
+// device-memory messages. Both spaces share the State's sequence of tags,
+// so host and device collectives may be in flight on one communicator at
+// once.
 type Space struct {
 	Comm Comm
 	Mem  Mem
