@@ -26,7 +26,7 @@ func BenchmarkAllreduce(b *testing.B) {
 					s := coll.NewState(c, perRank(forced(b, alg)))
 					send, recv := make([]byte, count*4), make([]byte, count*4)
 					for range n {
-						if err := s.Allreduce(send, recv, count, dtype.Float32, coll.Builtin(dtype.Sum)); err != nil {
+						if err := s.Wait(s.Allreduce(coll.Call{}, send, recv, count, dtype.Float32, coll.Builtin(dtype.Sum))); err != nil {
 							return err
 						}
 					}

@@ -93,8 +93,7 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 	switch k {
 	case coll.Barrier:
 		c.desc = fmt.Sprintf("barrier p=%d", p)
-		c.start = func(s *coll.State, _ int, _ *rankBufs) (coll.Request, error) { return s.Ibarrier() }
-		c.block = func(s *coll.State, _ int, _ *rankBufs) error { return s.Barrier() }
+		c.call = func(s *coll.State, cl coll.Call, _ int, _ *rankBufs) (coll.Request, error) { return s.Barrier(cl) }
 
 	case coll.Bcast:
 		for i := range p {
@@ -104,8 +103,9 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 		for i := range p {
 			expect(i, 0, ins[root])
 		}
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) { return s.Ibcast(b.recv, count, t, root) }
-		c.block = func(s *coll.State, _ int, b *rankBufs) error { return s.Bcast(b.recv, count, t, root) }
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
+			return s.Bcast(cl, b.recv, count, t, root)
+		}
 
 	case coll.Reduce:
 		sendAll(ins)
@@ -120,10 +120,9 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 			preset(root, 0, ins[root])
 		}
 		expect(root, 0, want)
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) {
-			return s.Ireduce(b.send, b.recv, count, t, op, root)
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
+			return s.Reduce(cl, b.send, b.recv, count, t, op, root)
 		}
-		c.block = func(s *coll.State, _ int, b *rankBufs) error { return s.Reduce(b.send, b.recv, count, t, op, root) }
 
 	case coll.Allreduce, coll.Scan, coll.Exscan:
 		sendAll(ins)
@@ -142,23 +141,14 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 				expect(i, 0, refReduce(op, t, ins[:i]))
 			}
 		}
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) {
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
 			switch k {
 			case coll.Allreduce:
-				return s.Iallreduce(b.send, b.recv, count, t, op)
+				return s.Allreduce(cl, b.send, b.recv, count, t, op)
 			case coll.Scan:
-				return s.Iscan(b.send, b.recv, count, t, op)
+				return s.Scan(cl, b.send, b.recv, count, t, op)
 			}
-			return s.Iexscan(b.send, b.recv, count, t, op)
-		}
-		c.block = func(s *coll.State, _ int, b *rankBufs) error {
-			switch k {
-			case coll.Allreduce:
-				return s.Allreduce(b.send, b.recv, count, t, op)
-			case coll.Scan:
-				return s.Scan(b.send, b.recv, count, t, op)
-			}
-			return s.Exscan(b.send, b.recv, count, t, op)
+			return s.Exscan(cl, b.send, b.recv, count, t, op)
 		}
 
 	case coll.Allgather, coll.Gather:
@@ -177,17 +167,11 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 				}
 			}
 		}
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) {
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
 			if k == coll.Gather {
-				return s.Igather(b.send, b.recv, count, t, root)
+				return s.Gather(cl, b.send, b.recv, count, t, root)
 			}
-			return s.Iallgather(b.send, b.recv, count, t)
-		}
-		c.block = func(s *coll.State, _ int, b *rankBufs) error {
-			if k == coll.Gather {
-				return s.Gather(b.send, b.recv, count, t, root)
-			}
-			return s.Allgather(b.send, b.recv, count, t)
+			return s.Allgather(cl, b.send, b.recv, count, t)
 		}
 
 	case coll.Allgatherv, coll.Gatherv:
@@ -213,20 +197,15 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 				}
 			}
 		}
-		c.start = func(s *coll.State, rank int, b *rankBufs) (coll.Request, error) {
+		c.call = func(s *coll.State, cl coll.Call, rank int, b *rankBufs) (coll.Request, error) {
 			if k == coll.Gatherv {
-				if rank != root {
-					return s.Igatherv(b.send, counts[rank], b.recv, nil, nil, t, root)
+				// Off the root the counts are ignored: nil for some calls.
+				if rank != root && !cl.Blocking {
+					return s.Gatherv(cl, b.send, counts[rank], b.recv, nil, nil, t, root)
 				}
-				return s.Igatherv(b.send, counts[rank], b.recv, counts, displs, t, root)
+				return s.Gatherv(cl, b.send, counts[rank], b.recv, counts, displs, t, root)
 			}
-			return s.Iallgatherv(b.send, counts[rank], b.recv, counts, displs, t)
-		}
-		c.block = func(s *coll.State, rank int, b *rankBufs) error {
-			if k == coll.Gatherv {
-				return s.Gatherv(b.send, counts[rank], b.recv, counts, displs, t, root)
-			}
-			return s.Allgatherv(b.send, counts[rank], b.recv, counts, displs, t)
+			return s.Allgatherv(cl, b.send, counts[rank], b.recv, counts, displs, t)
 		}
 
 	case coll.Scatter:
@@ -239,10 +218,9 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 			out(i, n)
 			expect(i, 0, ins[i])
 		}
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) {
-			return s.Iscatter(b.send, b.recv, count, t, root)
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
+			return s.Scatter(cl, b.send, b.recv, count, t, root)
 		}
-		c.block = func(s *coll.State, _ int, b *rankBufs) error { return s.Scatter(b.send, b.recv, count, t, root) }
 
 	case coll.Scatterv:
 		counts := make([]int, p)
@@ -264,14 +242,11 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 			out(i, counts[i]*esz)
 			expect(i, 0, ins[i])
 		}
-		c.start = func(s *coll.State, rank int, b *rankBufs) (coll.Request, error) {
-			if rank != root {
-				return s.Iscatterv(b.send, nil, nil, b.recv, counts[rank], t, root)
+		c.call = func(s *coll.State, cl coll.Call, rank int, b *rankBufs) (coll.Request, error) {
+			if rank != root && !cl.Blocking { // off the root the counts are ignored
+				return s.Scatterv(cl, b.send, nil, nil, b.recv, counts[rank], t, root)
 			}
-			return s.Iscatterv(b.send, counts, displs, b.recv, counts[rank], t, root)
-		}
-		c.block = func(s *coll.State, rank int, b *rankBufs) error {
-			return s.Scatterv(b.send, counts, displs, b.recv, counts[rank], t, root)
+			return s.Scatterv(cl, b.send, counts, displs, b.recv, counts[rank], t, root)
 		}
 
 	case coll.Alltoall:
@@ -290,10 +265,9 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 				copy(B[i].full, blocks[i])
 			}
 		}
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) {
-			return s.Ialltoall(b.send, b.recv, count, t)
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
+			return s.Alltoall(cl, b.send, b.recv, count, t)
 		}
-		c.block = func(s *coll.State, _ int, b *rankBufs) error { return s.Alltoall(b.send, b.recv, count, t) }
 
 	case coll.Alltoallv:
 		// C[i][j]: elements i sends to j; symmetric in place.
@@ -344,11 +318,8 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 			}
 		}
 		c.desc += fmt.Sprintf(" C=%v", C)
-		c.start = func(s *coll.State, i int, b *rankBufs) (coll.Request, error) {
-			return s.Ialltoallv(b.send, sc[i], sd[i], b.recv, rc[i], rd[i], t)
-		}
-		c.block = func(s *coll.State, i int, b *rankBufs) error {
-			return s.Alltoallv(b.send, sc[i], sd[i], b.recv, rc[i], rd[i], t)
+		c.call = func(s *coll.State, cl coll.Call, i int, b *rankBufs) (coll.Request, error) {
+			return s.Alltoallv(cl, b.send, sc[i], sd[i], b.recv, rc[i], rd[i], t)
 		}
 
 	case coll.ReduceScatter, coll.ReduceScatterBlock:
@@ -385,17 +356,11 @@ func genCaseCounts(r *rand.Rand, k coll.Kind, p, root int, o opType, count int, 
 			off += m
 		}
 		c.desc += fmt.Sprintf(" counts=%v", counts)
-		c.start = func(s *coll.State, _ int, b *rankBufs) (coll.Request, error) {
+		c.call = func(s *coll.State, cl coll.Call, _ int, b *rankBufs) (coll.Request, error) {
 			if k == coll.ReduceScatterBlock {
-				return s.IreduceScatterBlock(b.send, b.recv, count, t, op)
+				return s.ReduceScatterBlock(cl, b.send, b.recv, count, t, op)
 			}
-			return s.IreduceScatter(b.send, b.recv, counts, t, op)
-		}
-		c.block = func(s *coll.State, _ int, b *rankBufs) error {
-			if k == coll.ReduceScatterBlock {
-				return s.ReduceScatterBlock(b.send, b.recv, count, t, op)
-			}
-			return s.ReduceScatter(b.send, b.recv, counts, t, op)
+			return s.ReduceScatter(cl, b.send, b.recv, counts, t, op)
 		}
 	default:
 		panic("genCase: " + k.String())

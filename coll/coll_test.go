@@ -64,9 +64,11 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 	if r.IntN(2) == 0 {
 		pids, cmaMin = selfPids(c.p), 1+r.IntN(caseBytes(c)+1)
 	}
-	// A blocking call as package mpi makes it: started outside the
-	// progress domain (State.SetCallBlocking).
-	outside := blocking && r.IntN(2) == 0
+	// Usually a blocking call as package mpi makes it (Call.Blocking:
+	// outside the progress domain, the segment allowed), else a
+	// nonblocking one waited for at once (State.Wait). A forced "shm"
+	// needs the former.
+	outside := blocking && (forcedShared(opts) || r.IntN(3) != 0)
 	// Usually one progress domain per rank, as in real processes; sometimes
 	// one shared by all ranks, so goroutines advance each other's schedules
 	// concurrently.
@@ -83,8 +85,7 @@ func runCase(t testing.TB, c *tcase, opts *coll.Options, r *rand.Rand) {
 		}
 		b := &c.bufs[cm.Rank()]
 		if blocking {
-			s.SetCallBlocking(outside)
-			return c.block(s, cm.Rank(), b)
+			return c.wait(s, coll.Call{Blocking: outside}, cm.Rank(), b)
 		}
 		req, err := c.start(s, cm.Rank(), b)
 		if err != nil {
@@ -347,7 +348,7 @@ func TestManyInFlight(t *testing.T) {
 }
 
 // TestBlockingJoinsDomain: a blocking call started outside the progress
-// domain (SetCallBlocking) joins it when another schedule is in flight,
+// domain (Call.Blocking) joins it when another schedule is in flight,
 // and so advances that one too. Rank 0 starts a broadcast it does not wait
 // for, then a blocking allreduce; rank 1 waits for the broadcast first. The
 // broadcast's first message leaves rank 0 only when something advances it,
@@ -363,13 +364,11 @@ func TestBlockingJoinsDomain(t *testing.T) {
 			in, out := []byte{byte(1 + cm.Rank())}, []byte{0}
 			if cm.Rank() == 0 {
 				copy(bc, "gomp")
-				req, err := s.Ibcast(bc, len(bc), dtype.Byte, 0)
+				req, err := s.Bcast(coll.Call{}, bc, len(bc), dtype.Byte, 0)
 				if err != nil {
 					return err
 				}
-				s.SetCallBlocking(true)
-				err = s.Allreduce(in, out, 1, dtype.Byte, coll.Builtin(dtype.Sum))
-				s.SetCallBlocking(false)
+				err = s.Wait(s.Allreduce(blockingCall, in, out, 1, dtype.Byte, coll.Builtin(dtype.Sum)))
 				if err != nil {
 					return err
 				}
@@ -377,12 +376,10 @@ func TestBlockingJoinsDomain(t *testing.T) {
 					return err
 				}
 			} else {
-				if err := s.Bcast(bc, len(bc), dtype.Byte, 0); err != nil {
+				if err := s.Wait(s.Bcast(blockingCall, bc, len(bc), dtype.Byte, 0)); err != nil {
 					return err
 				}
-				s.SetCallBlocking(true)
-				err := s.Allreduce(in, out, 1, dtype.Byte, coll.Builtin(dtype.Sum))
-				s.SetCallBlocking(false)
+				err := s.Wait(s.Allreduce(blockingCall, in, out, 1, dtype.Byte, coll.Builtin(dtype.Sum)))
 				if err != nil {
 					return err
 				}

@@ -142,6 +142,10 @@ func devBuf(dev cudadrv.Device, b []byte) (cudadrv.DevicePtr, []byte, error) {
 	return p, gpucoll.View(p, len(b)), dev.MemcpyHtoD(p, b)
 }
 
+// deviceCall describes a call on device buffers, which runs in the State's
+// device space.
+var deviceCall = coll.Call{Device: true}
+
 // devSpace gives s a device space on dev: coll/gpu's Mem, the staging
 // Comm and, if direct, an IPC-direct engine configured by vars (in addition
 // to devVars). Collective over cm's world; close releases it all.
@@ -169,7 +173,6 @@ func devSpace(s *coll.State, cm *colltest.Comm, dev cudadrv.Device, direct bool,
 		}
 	}
 	s.SetDevice(sp)
-	s.UseDevice(true)
 	return d, func() {
 		if d != nil {
 			d.Close()
@@ -254,10 +257,10 @@ func runDeviceCase(t testing.TB, drv *fake.Driver, c *tcase, opts *coll.Options,
 		defer od.free(dev)
 		db := od.views
 		if blocking {
-			err = c.block(s, rank, &db)
+			err = c.wait(s, deviceCall, rank, &db)
 		} else {
 			var req coll.Request
-			if req, err = c.start(s, rank, &db); err == nil {
+			if req, err = c.call(s, deviceCall, rank, &db); err == nil {
 				for {
 					done, e := req.Test()
 					if done {
@@ -468,7 +471,7 @@ func TestDeviceRefusesUserOps(t *testing.T) {
 				return err
 			}
 			defer dev.MemFree(p)
-			err = s.Allreduce(nil, v, 64/o.t.Size(), o.t, o.op)
+			err = s.Wait(s.Allreduce(deviceCall, nil, v, 64/o.t.Size(), o.t, o.op))
 			if !errors.Is(err, dtype.ErrOp) {
 				return fmt.Errorf("%v on %v: got %v, want ErrOp", o.op, o.t, err)
 			}
@@ -528,7 +531,7 @@ func TestDeviceManyInFlight(t *testing.T) {
 			}
 			reqs := make([]coll.Request, len(cases))
 			for i, c := range cases {
-				if reqs[i], err = c.start(s, rank, &ods[i].views); err != nil {
+				if reqs[i], err = c.call(s, deviceCall, rank, &ods[i].views); err != nil {
 					return fmt.Errorf("%s: %w", c.desc, err)
 				}
 			}

@@ -11,7 +11,7 @@
 // cross-memory reads of the shared-memory collectives) and the standard
 // library; the pt2pt engine and the
 // in-process transport of coll/colltest implement Comm. Device memory plugs
-// in through a second Space (SetDevice, UseDevice): its Mem runs the local
+// in through a second Space (SetDevice, Call.Device): its Mem runs the local
 // steps as device kernels and its Comm posts device-memory messages, and
 // its optional Direct engine runs whole collectives on IPC-mapped peer
 // memory; package coll/gpu provides both, without coll importing it.

@@ -21,7 +21,7 @@ var (
 	ErrCount = dtype.ErrCount
 )
 
-// ErrNotOnStream: a call asked to run on a CUDA stream (State.SetCallStream)
+// ErrNotOnStream: a call asked to run on a CUDA stream (Call.Stream)
 // that the device space's Direct engine cannot run there. Nothing was
 // started and no tag was used: the caller runs the call another way.
 var ErrNotOnStream = errors.New("coll: the call cannot run on the stream")

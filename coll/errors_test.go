@@ -40,38 +40,51 @@ func TestArgumentErrors(t *testing.T) {
 		call func(s *coll.State, rank int) error
 		want error
 	}{
-		{"bcast root too big", func(s *coll.State, _ int) error { return s.Bcast(buf, 1, dtype.Int32, 3) }, coll.ErrRoot},
-		{"reduce negative root", func(s *coll.State, _ int) error { return s.Reduce(buf, buf, 1, dtype.Int32, sum, -1) }, coll.ErrRoot},
-		{"gatherv root", func(s *coll.State, _ int) error { return s.Gatherv(buf, 1, buf, nil, nil, dtype.Int32, 7) }, coll.ErrRoot},
-		{"scatter root", func(s *coll.State, _ int) error { return s.Scatter(buf, buf, 1, dtype.Int32, 3) }, coll.ErrRoot},
+		{"bcast root too big", func(s *coll.State, _ int) error { return s.Wait(s.Bcast(blockingCall, buf, 1, dtype.Int32, 3)) }, coll.ErrRoot},
+		{"reduce negative root", func(s *coll.State, _ int) error {
+			return s.Wait(s.Reduce(blockingCall, buf, buf, 1, dtype.Int32, sum, -1))
+		}, coll.ErrRoot},
+		{"gatherv root", func(s *coll.State, _ int) error {
+			return s.Wait(s.Gatherv(blockingCall, buf, 1, buf, nil, nil, dtype.Int32, 7))
+		}, coll.ErrRoot},
+		{"scatter root", func(s *coll.State, _ int) error { return s.Wait(s.Scatter(blockingCall, buf, buf, 1, dtype.Int32, 3)) }, coll.ErrRoot},
 		{"band on float", func(s *coll.State, _ int) error {
-			return s.Allreduce(buf, buf, 2, dtype.Float32, coll.Builtin(dtype.Band))
+			return s.Wait(s.Allreduce(blockingCall, buf, buf, 2, dtype.Float32, coll.Builtin(dtype.Band)))
 		}, dtype.ErrOp},
 		{"max on complex", func(s *coll.State, _ int) error {
-			return s.ReduceScatterBlock(buf, buf, 1, dtype.Complex64, coll.Builtin(dtype.Max))
+			return s.Wait(s.ReduceScatterBlock(blockingCall, buf, buf, 1, dtype.Complex64, coll.Builtin(dtype.Max)))
 		}, dtype.ErrOp},
 		{"bad op value", func(s *coll.State, _ int) error {
-			return s.Scan(buf, buf, 1, dtype.Int8, coll.Builtin(dtype.Op(99)))
+			return s.Wait(s.Scan(blockingCall, buf, buf, 1, dtype.Int8, coll.Builtin(dtype.Op(99))))
 		}, dtype.ErrOp},
-		{"bad type", func(s *coll.State, _ int) error { return s.Bcast(buf, 1, dtype.Type(99), 0) }, dtype.ErrType},
-		{"negative count", func(s *coll.State, _ int) error { return s.Allgather(buf, buf, -1, dtype.Int8) }, coll.ErrCount},
-		{"short receive buffer", func(s *coll.State, _ int) error { return s.Allreduce(buf, buf[:3], 1, dtype.Int32, sum) }, coll.ErrBuffer},
-		{"short send buffer", func(s *coll.State, _ int) error { return s.Alltoall(buf[:4], buf, 4, dtype.Int8) }, coll.ErrBuffer},
+		{"bad type", func(s *coll.State, _ int) error { return s.Wait(s.Bcast(blockingCall, buf, 1, dtype.Type(99), 0)) }, dtype.ErrType},
+		{"negative count", func(s *coll.State, _ int) error { return s.Wait(s.Allgather(blockingCall, buf, buf, -1, dtype.Int8)) }, coll.ErrCount},
+		{"short receive buffer", func(s *coll.State, _ int) error {
+			return s.Wait(s.Allreduce(blockingCall, buf, buf[:3], 1, dtype.Int32, sum))
+		}, coll.ErrBuffer},
+		{"short send buffer", func(s *coll.State, _ int) error { return s.Wait(s.Alltoall(blockingCall, buf[:4], buf, 4, dtype.Int8)) }, coll.ErrBuffer},
 		{"in place off the root", func(s *coll.State, rank int) error {
 			if rank == 0 {
 				return coll.ErrBuffer // the root would proceed; only check the others
 			}
-			return s.Reduce(coll.InPlace, buf, 4, dtype.Int8, sum, 0)
+			return s.Wait(s.Reduce(blockingCall, coll.InPlace, buf, 4, dtype.Int8, sum, 0))
 		}, coll.ErrBuffer},
 		{"counts length", func(s *coll.State, _ int) error {
-			return s.ReduceScatter(buf, buf, []int{1, 1}, dtype.Int8, sum)
+			return s.Wait(s.ReduceScatter(blockingCall, buf, buf, []int{1, 1}, dtype.Int8, sum))
 		}, coll.ErrCount},
 		{"negative v count", func(s *coll.State, _ int) error {
-			return s.Allgatherv(buf, 1, buf, []int{1, -1, 1}, []int{0, 1, 2}, dtype.Int8)
+			return s.Wait(s.Allgatherv(blockingCall, buf, 1, buf, []int{1, -1, 1}, []int{0, 1, 2}, dtype.Int8))
 		}, coll.ErrCount},
 		{"allgatherv send count disagrees", func(s *coll.State, _ int) error {
-			return s.Allgatherv(buf, 2, buf, []int{1, 1, 1}, []int{0, 1, 2}, dtype.Int8)
+			return s.Wait(s.Allgatherv(blockingCall, buf, 2, buf, []int{1, 1, 1}, []int{0, 1, 2}, dtype.Int8))
 		}, coll.ErrCount},
+		// Call.Device on a State that was given no device space (SetDevice).
+		{"device call without a device space", func(s *coll.State, _ int) error {
+			return s.Wait(s.Allreduce(coll.Call{Device: true, Blocking: true}, buf, buf, 1, dtype.Int32, sum))
+		}, coll.ErrBuffer},
+		{"device barrier without a device space", func(s *coll.State, _ int) error {
+			return s.Wait(s.Barrier(coll.Call{Device: true}))
+		}, coll.ErrBuffer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +126,7 @@ func TestMismatchedMessages(t *testing.T) {
 					} else if immediate {
 						sent.Wait()
 					}
-					return s.Bcast(make([]byte, n), n, dtype.Byte, 0)
+					return s.Wait(s.Bcast(blockingCall, make([]byte, n), n, dtype.Byte, 0))
 				})
 				if errs[0] != nil {
 					t.Errorf("root: %v", errs[0])
@@ -134,7 +147,7 @@ func TestMismatchedMessages(t *testing.T) {
 		if rank == 2 {
 			n = 3 // the root expects 2
 		}
-		return s.Gatherv(send, n, make([]byte, 6), []int{2, 2, 2}, []int{0, 2, 4}, dtype.Byte, 0)
+		return s.Wait(s.Gatherv(blockingCall, send, n, make([]byte, 6), []int{2, 2, 2}, []int{0, 2, 4}, dtype.Byte, 0))
 	})
 	if !errors.Is(errs[0], colltest.ErrTruncate) {
 		t.Errorf("gatherv root: err = %v, want truncation", errs[0])
@@ -145,7 +158,7 @@ func TestUserOpError(t *testing.T) {
 	boom := errors.New("boom")
 	op := coll.Op{Commutative: true, User: func(in, inout []byte, _ dtype.Type) error { return boom }}
 	errs := onEveryRank(t, 4, func(s *coll.State, _ int) error {
-		return s.Allreduce(make([]byte, 8), make([]byte, 8), 2, dtype.Int32, op)
+		return s.Wait(s.Allreduce(blockingCall, make([]byte, 8), make([]byte, 8), 2, dtype.Int32, op))
 	})
 	for rank, err := range errs {
 		if !errors.Is(err, boom) {

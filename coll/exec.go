@@ -40,7 +40,7 @@ type exec struct {
 
 	inDomain bool // listed in prog.active (guarded by mu)
 	// outside: started outside the domain for a blocking call
-	// (State.SetCallBlocking) and not joined since, so only the calling
+	// (Call.Blocking) and not joined since, so only the calling
 	// goroutine can reach the schedule: waitOutside runs it without mu.
 	outside bool
 	done    bool
@@ -75,8 +75,8 @@ type immediateReceiver interface {
 
 // spaceCaps holds the optional interfaces a space's Comm and Mem implement,
 // found once per space: an assertion from one interface type to another
-// looks its answer up at run time, and the executor asked three of them for
-// every message, the argument checks one for every call (session 9).
+// looks its answer up at run time, which the executor would otherwise pay
+// for every message.
 type spaceCaps struct {
 	pin Pinner            // nil: the Comm pins nothing
 	is  immediateSender   // used only with pin
@@ -412,18 +412,18 @@ func (e *exec) block(stop func() bool) (bool, error) {
 }
 
 // waitOutside is waitAlone for a schedule its State started outside the
-// domain (State.SetCallBlocking): it runs the schedule while no other is in
+// domain (Call.Blocking): it runs the schedule while no other is in
 // flight; when one appears, it joins the domain and reports not done, and
 // Wait goes on as for any schedule. A schedule already in the domain is not
-// done here. With recycle set (State.WaitRelease: the caller drops the
+// done here. With recycle set (State.Wait: the caller drops the
 // request), a schedule that succeeds here, never having been in the domain
 // where another goroutine could reach it, is reset for reuse under the lock
 // already held (recycled).
 //
 // No other goroutine can reach a schedule outside the domain (pokes visit
 // the domain's members only, and a blocking call hands out no request), so
-// it runs without e.mu, whose lock and unlock were a fifth of a blocking
-// collective's fixed cost (perf, session 7); it takes e.mu to join.
+// it runs without e.mu, whose lock and unlock would weigh on a small
+// blocking collective; it takes e.mu to join.
 func (e *exec) waitOutside(recycle bool) (done bool, err error, recycled bool) {
 	if !e.outside {
 		return false, nil, false

@@ -40,24 +40,18 @@ func BenchmarkBlockingFixedCost(b *testing.B) {
 	sum := Builtin(dtype.Sum)
 	for _, k := range []struct {
 		name string
-		call func(s *State) (Request, error)
+		call func(s *State, c Call) (Request, error)
 	}{
-		{"barrier", func(s *State) (Request, error) { return s.Ibarrier() }},
-		{"bcast", func(s *State) (Request, error) { return s.Ibcast(recv[:8], 8, dtype.Byte, 1) }},
-		{"allreduce", func(s *State) (Request, error) { return s.Iallreduce(send, recv[:8], 8, dtype.Byte, sum) }},
-		{"allgather", func(s *State) (Request, error) { return s.Iallgather(send, recv, 8, dtype.Byte) }},
+		{"barrier", func(s *State, c Call) (Request, error) { return s.Barrier(c) }},
+		{"bcast", func(s *State, c Call) (Request, error) { return s.Bcast(c, recv[:8], 8, dtype.Byte, 1) }},
+		{"allreduce", func(s *State, c Call) (Request, error) { return s.Allreduce(c, send, recv[:8], 8, dtype.Byte, sum) }},
+		{"allgather", func(s *State, c Call) (Request, error) { return s.Allgather(c, send, recv, 8, dtype.Byte) }},
 	} {
 		b.Run(k.name, func(b *testing.B) {
 			c := &echoComm{msg: make([]byte, 8)}
 			s := NewState(c, nil)
 			for i := 0; i < b.N; i++ {
-				s.SetCallBlocking(true)
-				r, err := k.call(s)
-				s.SetCallBlocking(false)
-				if err == nil {
-					err = s.WaitKeep(r)
-				}
-				if err != nil {
+				if err := s.WaitKeep(k.call(s, Call{Blocking: true})); err != nil {
 					b.Fatal(err)
 				}
 			}

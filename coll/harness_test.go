@@ -185,12 +185,31 @@ func outBuf(r *rand.Rand, n int) (pass, full []byte) {
 
 // tcase is one random collective call on p ranks.
 type tcase struct {
-	desc  string
-	p     int
-	t     dtype.Type
-	bufs  []rankBufs
-	start func(s *coll.State, rank int, b *rankBufs) (coll.Request, error)
-	block func(s *coll.State, rank int, b *rankBufs) error
+	desc string
+	p    int
+	t    dtype.Type
+	bufs []rankBufs
+	// call starts the case's collective on rank as cl describes.
+	call func(s *coll.State, cl coll.Call, rank int, b *rankBufs) (coll.Request, error)
+}
+
+// blockingCall describes a blocking collective, as package mpi makes one.
+var blockingCall = coll.Call{Blocking: true}
+
+// start starts the case's collective on rank, nonblocking.
+func (c *tcase) start(s *coll.State, rank int, b *rankBufs) (coll.Request, error) {
+	return c.call(s, coll.Call{}, rank, b)
+}
+
+// wait runs the case's collective on rank as cl describes and waits for it
+// (State.Wait).
+func (c *tcase) wait(s *coll.State, cl coll.Call, rank int, b *rankBufs) error {
+	return s.Wait(c.call(s, cl, rank, b))
+}
+
+// block runs the case's collective on rank as a blocking call.
+func (c *tcase) block(s *coll.State, rank int, b *rankBufs) error {
+	return c.wait(s, blockingCall, rank, b)
 }
 
 func f32bits(f float64) uint32 { return math.Float32bits(float32(f)) }

@@ -25,15 +25,15 @@ func TestSharedMismatchLong(t *testing.T) {
 				if rk == 0 {
 					ty = dtype.Float32
 				}
-				errs[rk][0] = s.Allreduce(make([]byte, nb), make([]byte, nb), nb/4, ty, coll.Builtin(dtype.Sum))
+				errs[rk][0] = s.Wait(s.Allreduce(blockingCall, make([]byte, nb), make([]byte, nb), nb/4, ty, coll.Builtin(dtype.Sum)))
 				// Rank 2 takes rank 1 for the root, which takes rank 0.
 				root := 0
 				if rk == 2 {
 					root = 1
 				}
-				errs[rk][1] = s.Bcast(make([]byte, nb), nb, dtype.Byte, root)
+				errs[rk][1] = s.Wait(s.Bcast(blockingCall, make([]byte, nb), nb, dtype.Byte, root))
 				in, out := []byte{byte(rk + 1), 0, 0, 0}, make([]byte, 4)
-				if err := s.Allreduce(in, out, 1, dtype.Int32, coll.Builtin(dtype.Sum)); err != nil {
+				if err := s.Wait(s.Allreduce(blockingCall, in, out, 1, dtype.Int32, coll.Builtin(dtype.Sum))); err != nil {
 					return fmt.Errorf("allreduce after the mismatches: %w", err)
 				}
 				if out[0] != 6 {

@@ -41,13 +41,12 @@ type planKey struct {
 }
 
 // matches reports whether k is the key of the call with these fields (in
-// the device space when onDev). It compares field by field: building the
-// call's key and comparing the two structs reads the key just written with
-// loads wider than its stores, a store-forwarding stall (a tenth of the
-// engine's own cost per blocking call, BenchmarkBlockingFixedCost).
-func (k *planKey) matches(kind Kind, t dtype.Type, op Op, count, root int, inPlace, onDev bool) bool {
+// the device space when device). It compares field by field: building the
+// call's key and comparing the two structs would read the key just written
+// with loads wider than its stores, a store-forwarding stall on every call.
+func (k *planKey) matches(kind Kind, t dtype.Type, op Op, count, root int, inPlace, device bool) bool {
 	return k.kind == kind && k.t == t && k.count == count && k.root == root &&
-		k.inPlace == inPlace && k.device == onDev &&
+		k.inPlace == inPlace && k.device == device &&
 		k.commute == op.IsCommutative() && k.avg == op.isAvg()
 }
 
@@ -56,10 +55,9 @@ func (k *planKey) matches(kind Kind, t dtype.Type, op Op, count, root int, inPla
 // the host space, off any stream, with a Mem that refuses no operation. A
 // loop repeating one collective, the common case, then starts it without
 // describing the call anew (newBuilder) and without start's selection
-// steps: a sixth of the engine's own cost per blocking call
-// (BenchmarkBlockingFixedCost). nil otherwise: the caller builds.
-func (s *State) repeat(k Kind, t dtype.Type, op Op, count, root int, inPlace bool) *plan {
-	if s.onDev || s.stream != 0 || s.hostCaps.ck != nil {
+// steps (BenchmarkBlockingFixedCost). nil otherwise: the caller builds.
+func (s *State) repeat(c Call, k Kind, t dtype.Type, op Op, count, root int, inPlace bool) *plan {
+	if c.Device || c.Stream != 0 || s.hostCaps.ck != nil {
 		return nil
 	}
 	if l := &s.last[k]; l.pl != nil && l.key.matches(k, t, op, count, root, inPlace, false) {
@@ -81,14 +79,14 @@ const maxPlans = 64
 
 // plan returns the schedule for the call described by b: from the cache when
 // b.cache is set and the shape was seen before, else selected and built.
-func (s *State) plan(b *builder, bytes int) (*plan, error) {
+func (s *State) plan(c Call, b *builder, bytes int) (*plan, error) {
 	var key planKey
 	if b.cache {
-		if l := &s.last[b.kind]; l.pl != nil && l.key.matches(b.kind, b.t, b.op, b.count, b.root, b.inPlace, s.onDev) {
+		if l := &s.last[b.kind]; l.pl != nil && l.key.matches(b.kind, b.t, b.op, b.count, b.root, b.inPlace, c.Device) {
 			return l.pl, nil
 		}
 		key = planKey{kind: b.kind, t: b.t, inPlace: b.inPlace, commute: b.op.IsCommutative(),
-			avg: b.op.isAvg(), count: b.count, root: b.root, device: s.onDev}
+			avg: b.op.isAvg(), count: b.count, root: b.root, device: c.Device}
 		if pl := s.plans[key]; pl != nil {
 			s.last[b.kind] = lastPlan{key, pl}
 			return pl, nil
@@ -135,19 +133,19 @@ func (b *builder) setBlockCounts() {
 }
 
 // run starts pl on the given buffers.
-func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (Request, error) {
+func (s *State) run(c Call, pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (Request, error) {
 	var e *exec
-	if s.blocking && s.kept != nil {
+	if c.Blocking && s.kept != nil {
 		e, s.kept = s.kept, nil
 	} else if e = s.spare.Swap(nil); e == nil {
 		e = new(exec)
 	}
-	comm, mem := s.space()
+	comm, mem := s.space(c)
 	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, comm, mem, op, t, tag
-	e.caps = s.caps()
+	e.caps = s.caps(c)
 	e.bufs[slotSend], e.bufs[slotRecv], e.bufs[slotTmp] = send, recv, nil // not a literal: see newBuilder
 	e.reqs = e.reqArr[:0]
-	e.outside = s.blocking
+	e.outside = c.Blocking
 	if pl.tmp > 0 {
 		tb := pl.spare.Swap(nil)
 		if tb == nil {
@@ -163,7 +161,7 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 		e.finish()
 		return e, nil
 	}
-	if s.blocking {
+	if c.Blocking {
 		return e, nil // joins the domain in Wait, if others are there
 	}
 	e.inDomain = true
@@ -171,13 +169,10 @@ func (s *State) run(pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (
 	return e, nil
 }
 
-// Release hands back r, a request this State returned, once it has
-// completed without error and the caller keeps no other reference to it (a
-// blocking collective that only waited on it): the State reuses its memory
-// for a later collective. Releasing is optional; requests that are not
-// released are left to the garbage collector. Safe to call concurrently
-// with the State's methods.
-func (s *State) Release(r Request) {
+// release takes back r, a request this State returned, once it has
+// completed without error and nobody else holds it: its executor serves a
+// later call. Safe to call concurrently with the State's methods.
+func (s *State) release(r Request) {
 	e, ok := r.(*exec)
 	if !ok {
 		return
@@ -193,22 +188,32 @@ func (s *State) Release(r Request) {
 	}
 }
 
-// WaitRelease is Wait then Release, for a caller that drops r afterwards
-// (a blocking collective): a schedule that completes without ever joining
-// the progress domain is recycled under the lock its wait already holds,
-// which spares the blocking call a second lock round trip.
-func (s *State) WaitRelease(r Request) error { return s.waitRecycle(r, false) }
+// Wait completes r, a request this State returned, for a caller that drops
+// it afterwards (a blocking call), and recycles its executor for a later
+// call. err is the error of the call that returned r, returned as it is
+// (so Wait(s.Bcast(…)) is a blocking broadcast). Safe to call concurrently
+// with the State's other methods.
+func (s *State) Wait(r Request, err error) error {
+	if err != nil {
+		return err
+	}
+	return s.waitRecycle(r, false)
+}
 
-// WaitKeep is WaitRelease for a caller that keeps the State's other
-// methods from running until it returns (package mpi holds a
-// communicator's collective lock through a blocking host collective): a
-// schedule recycled here is kept in a plain field for the next blocking
-// call instead of spare. Spare's swap and store are locked instructions,
-// each of which waits until the stores of the message just sent have
-// drained from the processor (6 % of a 2-rank broadcast loop, session 9).
-func (s *State) WaitKeep(r Request) error { return s.waitRecycle(r, true) }
+// WaitKeep is Wait for a caller that keeps the State's other methods from
+// running until it returns (package mpi holds a communicator's collective
+// lock through a blocking host collective): the executor recycled here
+// goes into a plain field for the next blocking call, which spares the
+// locked instructions of the shared spare, each a wait for the stores of
+// the message just sent to drain.
+func (s *State) WaitKeep(r Request, err error) error {
+	if err != nil {
+		return err
+	}
+	return s.waitRecycle(r, true)
+}
 
-// waitRecycle is WaitRelease (keep false) and WaitKeep.
+// waitRecycle is Wait (keep false) and WaitKeep.
 func (s *State) waitRecycle(r Request, keep bool) error {
 	e, ok := r.(*exec)
 	if !ok {
@@ -227,7 +232,7 @@ func (s *State) waitRecycle(r Request, keep bool) error {
 		err = e.Wait()
 	}
 	if err == nil {
-		s.Release(e)
+		s.release(e)
 	}
 	return err
 }

@@ -52,7 +52,7 @@ func TestRepeatedCalls(t *testing.T) {
 				sum := coll.Builtin(dtype.Sum)
 				for iter := range 6 {
 					recv := make([]byte, 4*count)
-					if err := s.Allreduce(fill(iter), recv, count, dtype.Uint32, sum); err != nil {
+					if err := s.Wait(s.Allreduce(blockingCall, fill(iter), recv, count, dtype.Uint32, sum)); err != nil {
 						return err
 					}
 					if err := check(iter, recv); err != nil {
@@ -60,7 +60,7 @@ func TestRepeatedCalls(t *testing.T) {
 					}
 					// In place, then three at once.
 					recv = fill(iter)
-					if err := s.Allreduce(coll.InPlace, recv, count, dtype.Uint32, sum); err != nil {
+					if err := s.Wait(s.Allreduce(blockingCall, coll.InPlace, recv, count, dtype.Uint32, sum)); err != nil {
 						return err
 					}
 					if err := check(iter, recv); err != nil {
@@ -70,7 +70,7 @@ func TestRepeatedCalls(t *testing.T) {
 					var recvs [][]byte
 					for j := range 3 {
 						recvs = append(recvs, make([]byte, 4*count))
-						q, err := s.Iallreduce(fill(iter+j), recvs[j], count, dtype.Uint32, sum)
+						q, err := s.Allreduce(coll.Call{}, fill(iter+j), recvs[j], count, dtype.Uint32, sum)
 						if err != nil {
 							return err
 						}
@@ -109,7 +109,7 @@ func TestRepeatedCalls(t *testing.T) {
 						buf[i] = byte(iter + i)
 					}
 				}
-				if err := s.Bcast(buf, 16, dtype.Byte, root); err != nil {
+				if err := s.Wait(s.Bcast(blockingCall, buf, 16, dtype.Byte, root)); err != nil {
 					return err
 				}
 				for i := range buf {
@@ -117,11 +117,11 @@ func TestRepeatedCalls(t *testing.T) {
 						return fmt.Errorf("bcast iteration %d byte %d: %d", iter, i, buf[i])
 					}
 				}
-				if err := s.Barrier(); err != nil {
+				if err := s.Wait(s.Barrier(blockingCall)); err != nil {
 					return err
 				}
 				all := make([]byte, 3*p)
-				if err := s.Allgather([]byte{byte(r), byte(iter), 7}, all, 3, dtype.Byte); err != nil {
+				if err := s.Wait(s.Allgather(blockingCall, []byte{byte(r), byte(iter), 7}, all, 3, dtype.Byte)); err != nil {
 					return err
 				}
 				for q := range p {
@@ -234,9 +234,8 @@ func TestRepeatedShapesOnOneState(t *testing.T) {
 		w := colltest.NewWorld(p)
 		err := w.Run(runTimeout, func(cm *colltest.Comm) error {
 			s := coll.NewState(cm, perRank(nil))
-			s.SetCallBlocking(outside)
 			for i, c := range cases {
-				if err := c.block(s, cm.Rank(), &c.bufs[cm.Rank()]); err != nil {
+				if err := c.wait(s, coll.Call{Blocking: outside}, cm.Rank(), &c.bufs[cm.Rank()]); err != nil {
 					return fmt.Errorf("call %d, %s: %w", i, c.desc, err)
 				}
 			}

@@ -304,10 +304,10 @@ func singleCopyRange(k Kind, p int, sh *Shared, f string, limit int) (lo, hi int
 // measured bound, sharedCMAAuto, where the size is chosen), through the
 // slots within the kind's limit (which a forced algorithm other than shm
 // makes -1), otherwise as messages.
-func (s *State) sharedWay(k Kind, w int) sharedMode {
+func (s *State) sharedWay(c Call, k Kind, w int) sharedMode {
 	g := s.sh
 	switch {
-	case g == nil || !(s.blocking || s.sync) || s.onDev || s.stream != 0:
+	case g == nil || !c.Blocking || c.Device || c.Stream != 0:
 		return asMessages
 	case w >= g.cmaMin[k] && w <= g.cmaMax[k]:
 		return singleCopy
@@ -326,8 +326,8 @@ func (s *State) sharedWay(k Kind, w int) sharedMode {
 // elements exist, and non-commutative ones are the likeliest). A 2-rank
 // reduce of one, which the root reads and folds alone (halfReduce takes
 // commutative ops only), stays single copy to reduceSerialMax.
-func (s *State) sharedWayOp(k Kind, w int, op Op) sharedMode {
-	way := s.sharedWay(k, w)
+func (s *State) sharedWayOp(c Call, k Kind, w int, op Op) sharedMode {
+	way := s.sharedWay(c, k, w)
 	switch {
 	case way != singleCopy || op.IsCommutative():
 		return way

@@ -144,29 +144,29 @@ func TestSharedMismatch(t *testing.T) {
 		// Bcast from 0: a longer contribution truncates, a shorter one is a
 		// count error.
 		n := count(8, 4)
-		got = append(got, s.Bcast(make([]byte, 8), n, dtype.Byte, 0))
+		got = append(got, s.Wait(s.Bcast(blockingCall, make([]byte, 8), n, dtype.Byte, 0)))
 		n = count(4, 8)
-		got = append(got, s.Bcast(make([]byte, 8), n, dtype.Byte, 0))
+		got = append(got, s.Wait(s.Bcast(blockingCall, make([]byte, 8), n, dtype.Byte, 0)))
 		// Another root: rank 0 waits for rank 1, which waits for rank 0.
-		got = append(got, s.Bcast(make([]byte, 8), 8, dtype.Byte, count(1, 0)))
+		got = append(got, s.Wait(s.Bcast(blockingCall, make([]byte, 8), 8, dtype.Byte, count(1, 0))))
 		// Allreduce of different counts.
 		n = count(2, 3)
-		got = append(got, s.Allreduce(make([]byte, 24), make([]byte, 24), n, dtype.Int64, coll.Builtin(dtype.Sum)))
+		got = append(got, s.Wait(s.Allreduce(blockingCall, make([]byte, 24), make([]byte, 24), n, dtype.Int64, coll.Builtin(dtype.Sum))))
 		// Another type of the same size.
 		ty := dtype.Int32
 		if rk == 0 {
 			ty = dtype.Float32
 		}
-		got = append(got, s.Allreduce(make([]byte, 8), make([]byte, 8), 2, ty, coll.Builtin(dtype.Sum)))
+		got = append(got, s.Wait(s.Allreduce(blockingCall, make([]byte, 8), make([]byte, 8), 2, ty, coll.Builtin(dtype.Sum))))
 		// A barrier against an allgather.
 		if rk == 0 {
-			got = append(got, s.Barrier())
+			got = append(got, s.Wait(s.Barrier(blockingCall)))
 		} else {
-			got = append(got, s.Allgather(make([]byte, 1), make([]byte, p), 1, dtype.Byte))
+			got = append(got, s.Wait(s.Allgather(blockingCall, make([]byte, 1), make([]byte, p), 1, dtype.Byte)))
 		}
 		// Then a correct call works.
 		in, out := []byte{byte(rk + 1), 0, 0, 0}, make([]byte, 4)
-		if err := s.Allreduce(in, out, 1, dtype.Int32, coll.Builtin(dtype.Sum)); err != nil {
+		if err := s.Wait(s.Allreduce(blockingCall, in, out, 1, dtype.Int32, coll.Builtin(dtype.Sum))); err != nil {
 			return fmt.Errorf("allreduce after the mismatches: %w", err)
 		}
 		if out[0] != 6 {
@@ -206,12 +206,12 @@ func TestSharedProgress(t *testing.T) {
 	for _, p := range []int{2, 4, 5} {
 		w := colltest.NewWorld(p)
 		err := runShared(w, 64, withShared(64, p), func(s *coll.State, rk int) error {
-			req, err := s.Ibarrier()
+			req, err := s.Barrier(coll.Call{})
 			if err != nil {
 				return err
 			}
 			if rk == 0 {
-				if err := s.Barrier(); err != nil {
+				if err := s.Wait(s.Barrier(blockingCall)); err != nil {
 					return err
 				}
 				return req.Wait()
@@ -219,7 +219,7 @@ func TestSharedProgress(t *testing.T) {
 			if err := req.Wait(); err != nil {
 				return err
 			}
-			return s.Barrier()
+			return s.Wait(s.Barrier(blockingCall))
 		})
 		if err != nil {
 			t.Fatalf("%d ranks: %v", p, err)
@@ -257,11 +257,11 @@ func TestSharedBcastPieces(t *testing.T) {
 							b[j] = byte(i*7 + j*13 + j>>10)
 						}
 					}
-					if err := s.Bcast(b, n, dtype.Byte, root); err != nil {
+					if err := s.Wait(s.Bcast(blockingCall, b, n, dtype.Byte, root)); err != nil {
 						return fmt.Errorf("bcast %d of %d bytes: %w", i, n, err)
 					}
 					bufs[rk] = append(bufs[rk], b)
-					if err := s.Barrier(); err != nil {
+					if err := s.Wait(s.Barrier(blockingCall)); err != nil {
 						return err
 					}
 				}
@@ -274,7 +274,7 @@ func TestSharedBcastPieces(t *testing.T) {
 				if rk == 1 {
 					n = 3 * slot
 				}
-				errs[rk] = s.Bcast(make([]byte, 5*slot), n, dtype.Byte, 0)
+				errs[rk] = s.Wait(s.Bcast(blockingCall, make([]byte, 5*slot), n, dtype.Byte, 0))
 				return nil
 			})
 			if err != nil {
@@ -344,7 +344,7 @@ func TestSharedHalfReduce(t *testing.T) {
 	// root 0 only the peer's write fails (the root alone reading would
 	// not see it).
 	for root, errs := range unreachableRank0(t, slot, func(s *coll.State, root int) error {
-		return s.Reduce(make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum), root)
+		return s.Wait(s.Reduce(blockingCall, make([]byte, 1<<20), make([]byte, 1<<20), 1<<20, dtype.Byte, coll.Builtin(dtype.Sum), root))
 	}) {
 		if errs[1] == nil || errs[root] == nil {
 			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
@@ -373,7 +373,7 @@ func TestSharedHalfBcast(t *testing.T) {
 					b[1+j] = byte(i*7 + j*13 + j>>10)
 				}
 			}
-			if err := s.Bcast(b[1:n+1], n, dtype.Byte, root); err != nil {
+			if err := s.Wait(s.Bcast(blockingCall, b[1:n+1], n, dtype.Byte, root)); err != nil {
 				return fmt.Errorf("bcast %d of %d bytes: %w", i, n, err)
 			}
 			bufs[rk] = append(bufs[rk], b)
@@ -401,7 +401,7 @@ func TestSharedHalfBcast(t *testing.T) {
 	// see it). The other rank's buffer is incomplete either way; the
 	// root's own is whole, but with root 1 its write failed.
 	for root, errs := range unreachableRank0(t, slot, func(s *coll.State, root int) error {
-		return s.Bcast(make([]byte, 1<<20), 1<<20, dtype.Byte, root)
+		return s.Wait(s.Bcast(blockingCall, make([]byte, 1<<20), 1<<20, dtype.Byte, root))
 	}) {
 		if errs[1-root] == nil || root == 1 && errs[1] == nil {
 			t.Errorf("root %d: a rank that cannot reach the other: rank 0 %v, rank 1 %v", root, errs[0], errs[1])
@@ -446,10 +446,14 @@ func TestSharedWriteFailure(t *testing.T) {
 	const p, slot, n = 3, 512, 1 << 20
 	for name, call := range map[string]func(s *coll.State) error{
 		"allreduce": func(s *coll.State) error {
-			return s.Allreduce(make([]byte, n), make([]byte, n), n, dtype.Byte, coll.Builtin(dtype.Sum))
+			return s.Wait(s.Allreduce(blockingCall, make([]byte, n), make([]byte, n), n, dtype.Byte, coll.Builtin(dtype.Sum)))
 		},
-		"allgather": func(s *coll.State) error { return s.Allgather(make([]byte, n), make([]byte, p*n), n, dtype.Byte) },
-		"alltoall":  func(s *coll.State) error { return s.Alltoall(make([]byte, p*n), make([]byte, p*n), n, dtype.Byte) },
+		"allgather": func(s *coll.State) error {
+			return s.Wait(s.Allgather(blockingCall, make([]byte, n), make([]byte, p*n), n, dtype.Byte))
+		},
+		"alltoall": func(s *coll.State) error {
+			return s.Wait(s.Alltoall(blockingCall, make([]byte, p*n), make([]byte, p*n), n, dtype.Byte))
+		},
 	} {
 		errs := make([]error, p)
 		self := selfPids(1)[0]
@@ -503,7 +507,7 @@ func TestSharedReduceRelease(t *testing.T) {
 				for j := range send {
 					send[j] = byte(rk + 1 + j)
 				}
-				if err := s.Reduce(send, recv, nb, dtype.Int8, coll.Builtin(dtype.Sum), root); err != nil {
+				if err := s.Wait(s.Reduce(blockingCall, send, recv, nb, dtype.Int8, coll.Builtin(dtype.Sum), root)); err != nil {
 					return err
 				}
 				if rk != root {

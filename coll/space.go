@@ -10,10 +10,11 @@ import (
 // Comm that carries the schedule's messages and the Mem that runs its local
 // steps (copies, reductions, the scale of Avg). A State runs host calls in
 // its host space (the Comm it was made with, and Options.Mem) and, once
-// SetDevice has given it one, device calls in its device space, whose Mem
-// reduces with device kernels and whose Comm posts device-memory messages.
-// Both spaces share the State's sequence of tags, so host and device
-// collectives may be in flight on one communicator at once.
+// SetDevice has given it one, device calls (Call.Device) in its device
+// space, whose Mem reduces with device kernels and whose Comm posts
+// device-memory messages. Both spaces share the State's sequence of tags,
+// so host and device collectives may be in flight on one communicator at
+// once.
 type Space struct {
 	Comm Comm
 	Mem  Mem
@@ -53,7 +54,7 @@ type DirectCall struct {
 	Contributors int
 	// Stream, when not 0, is the caller's CUDA stream (a cudadrv.Stream):
 	// the call runs on it, after the stream's earlier work and before its
-	// later work, with no host step between (State.SetCallStream). A
+	// later work, with no host step between (Call.Stream). A
 	// Direct engine that cannot run c that way answers false to Supports.
 	Stream uintptr
 }
@@ -61,48 +62,24 @@ type DirectCall struct {
 // DirectName is the catalog name of the Direct algorithms.
 const DirectName = "ipc_direct"
 
-// SetDevice gives the State its device space. Calls made while UseDevice is
-// on run there.
+// SetDevice gives the State its device space, where calls with
+// Call.Device run.
 func (s *State) SetDevice(sp Space) {
 	s.dev = &sp
 	s.devCaps = capsOf(sp.Comm, sp.Mem)
 }
 
-// HasDevice reports whether SetDevice has been called.
-func (s *State) HasDevice() bool { return s.dev != nil }
-
-// UseDevice selects the space of the calls that follow: the device space
-// (true; SetDevice must have been called) or the host space.
-func (s *State) UseDevice(on bool) { s.onDev = on && s.dev != nil }
-
-// SetCallStream makes the calls that follow run on CUDA stream stream (a
-// cudadrv.Stream; 0 turns it off): through the device space's Direct
-// engine, ordered on that stream, the host taking no part once the call
-// returns (MPIX's enqueued collectives). A call the engine cannot run so
-// fails with ErrNotOnStream, having started nothing.
-func (s *State) SetCallStream(stream uintptr) { s.stream = stream }
-
-// SetCallBlocking tells the State that the calls that follow will be waited
-// for at once by the goroutine that starts them (a blocking collective).
-// Such a call stays out of the progress domain while the domain is empty:
-// nobody else needs to find it there, since its caller advances it, and
-// joining and leaving cost two lock rounds per call (a fifth of a 2-rank
-// barrier's own work). Its Wait joins the domain as soon as another
-// schedule is in flight, so it then drives those too, as MPI's progress rule
-// asks.
-func (s *State) SetCallBlocking(on bool) { s.blocking = on }
-
-// caps is the active space's spaceCaps.
-func (s *State) caps() *spaceCaps {
-	if s.onDev {
+// caps is the optional interfaces of c's space.
+func (s *State) caps(c Call) *spaceCaps {
+	if c.Device {
 		return s.devCaps
 	}
 	return s.hostCaps
 }
 
-// space is the active space.
-func (s *State) space() (Comm, Mem) {
-	if s.onDev {
+// space is c's space.
+func (s *State) space(c Call) (Comm, Mem) {
+	if c.Device {
 		return s.dev.Comm, s.dev.Mem
 	}
 	return s.comm, s.mem
@@ -111,8 +88,8 @@ func (s *State) space() (Comm, Mem) {
 // startDirect runs a device call through the space's Direct engine when the
 // selection (or GOMPIX_<COLL>_ALGORITHM) picks it and the engine supports
 // the call; ok reports whether it did (or failed trying).
-func (s *State) startDirect(b *builder, send, recv []byte, tag int) (r Request, ok bool, err error) {
-	if !s.onDev || s.dev.Direct == nil {
+func (s *State) startDirect(c Call, b *builder, send, recv []byte, tag int) (r Request, ok bool, err error) {
+	if !c.Device || s.dev.Direct == nil {
 		return nil, false, nil
 	}
 	if f := s.cfg.force[b.kind]; f != "" && f != DirectName {
@@ -121,18 +98,18 @@ func (s *State) startDirect(b *builder, send, recv []byte, tag int) (r Request, 
 	if b.op.User != nil {
 		return nil, false, nil
 	}
-	c := &DirectCall{Kind: b.kind, Send: send, Recv: recv, Count: b.count, Type: b.t, Op: b.op.Builtin,
-		Root: b.root, Tag: tag, Contributors: b.size, Stream: s.stream}
+	dc := &DirectCall{Kind: b.kind, Send: send, Recv: recv, Count: b.count, Type: b.t, Op: b.op.Builtin,
+		Root: b.root, Tag: tag, Contributors: b.size, Stream: c.Stream}
 	if b.inPlace {
-		c.Send = nil
+		dc.Send = nil
 	}
 	if b.kind == ReduceScatterBlock {
-		c.Count = b.count / max(1, b.size)
+		dc.Count = b.count / max(1, b.size)
 	}
-	if !s.dev.Direct.Supports(c) {
+	if !s.dev.Direct.Supports(dc) {
 		return nil, false, nil
 	}
-	r, err = s.dev.Direct.Start(c)
+	r, err = s.dev.Direct.Start(dc)
 	if err != nil {
 		return nil, true, fmt.Errorf("coll: %v:%s: %w", b.kind, DirectName, err)
 	}
@@ -152,14 +129,18 @@ type OpChecker interface {
 	CheckOp(op Op, t dtype.Type) error
 }
 
-// checkSpace refuses a reduction the active space cannot compute.
-func (s *State) checkSpace(b *builder) error {
+// checkSpace refuses a device call without a device space, and a
+// reduction c's space cannot compute.
+func (s *State) checkSpace(c Call, b *builder) error {
+	if c.Device && s.dev == nil {
+		return fmt.Errorf("coll: %v: a device call without a device space (SetDevice): %w", b.kind, ErrBuffer)
+	}
 	switch b.kind {
 	case Reduce, Allreduce, ReduceScatter, ReduceScatterBlock, Scan, Exscan:
 	default:
 		return nil
 	}
-	if ck := s.caps().ck; ck != nil {
+	if ck := s.caps(c).ck; ck != nil {
 		if err := ck.CheckOp(b.op, b.t); err != nil {
 			return fmt.Errorf("coll: %v: %w", b.kind, err)
 		}

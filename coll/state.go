@@ -16,10 +16,35 @@ var InPlace []byte = nil
 // tagMask keeps collective tags in [0, 2^24).
 const tagMask = 1<<24 - 1
 
+// Call says how one collective runs, apart from its arguments: every
+// collective method of State takes one. The zero Call is a nonblocking call
+// on host buffers.
+type Call struct {
+	// Device: the buffers are device memory and the call runs in the
+	// State's device space (SetDevice), which must have been given.
+	Device bool
+	// Blocking: the caller waits for the call as soon as it has started it
+	// (Wait, WaitKeep) and hands its Request to nobody else. Such a call
+	// may run in the shared-memory segment (SetShared), and it stays out of
+	// the progress domain while the domain is empty: nobody else needs to
+	// find it there, and joining and leaving would cost two lock rounds.
+	// Its wait joins the domain as soon as another schedule is in flight,
+	// so it then drives those too, as MPI's progress rule asks.
+	Blocking bool
+	// Stream, when not 0, is the CUDA stream (a cudadrv.Stream) the call
+	// runs on: through the device space's Direct engine, ordered on that
+	// stream, the host taking no part once the call returns (MPIX's
+	// enqueued collectives). A call the engine cannot run so fails with
+	// ErrNotOnStream, having started nothing.
+	Stream uintptr
+}
+
 // State is the collective engine of one communicator: the Comm, the sequence
 // number that gives each collective its tag, the Mem and the configuration.
-// Not safe for concurrent use (see the package comment); the requests it
-// returns are independent of it.
+// Each collective method starts the call its Call describes and returns
+// its Request; Wait (or WaitKeep) completes a blocking one. Not safe for
+// concurrent use (see the package comment); the requests it returns are
+// independent of it.
 type State struct {
 	comm Comm
 	seq  uint32
@@ -31,15 +56,7 @@ type State struct {
 	// hostCaps and devCaps: the optional interfaces of the host and
 	// device spaces' Comms and Mems (spaceCaps).
 	hostCaps, devCaps *spaceCaps
-	onDev             bool    // the calls being started run in dev (UseDevice)
-	stream            uintptr // the calls being started run on this CUDA stream (SetCallStream); 0: off
-	// blocking: the calls being started are waited for at once by their
-	// caller (SetCallBlocking).
-	blocking bool
-	// sync: the call being started is one of the State's own blocking
-	// methods (Bcast, …), waited for at once like a blocking one.
-	sync bool
-	sh   *shared // the shared-memory segment (SetShared); nil: none
+	sh                *shared // the shared-memory segment (SetShared); nil: none
 
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
@@ -73,14 +90,11 @@ func (s *State) nextTag() int {
 	return t
 }
 
-// newBuilder resets the State's builder for a call, field by field.
-// Assigning a composite literal builds the literal in a temporary and
-// copies it, with loads wider than the stores that just wrote it (a
-// store-forwarding stall: a tenth of a collective call's fixed cost in perf
-// annotate, session 7); clearing the whole struct first (*b = builder{})
-// is a typed clear of memory holding pointers, which goes through the
-// runtime's write-barrier bookkeeping (2 % of a 2-rank broadcast loop,
-// session 9). TestNewBuilderResets checks that no field is left over.
+// newBuilder resets the State's builder for a call, field by field: a
+// composite literal would be built in a temporary and copied, and clearing
+// the struct first is a typed clear through the write barrier, both
+// measurable per call. TestNewBuilderResets checks that no field is left
+// over.
 func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
 	b := &s.b
 	b.rounds, b.newNext, b.tmp = nil, false, 0
@@ -94,41 +108,22 @@ func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
 
 // start selects the algorithm, builds the schedule (or finds it built) and
 // returns its request.
-func (s *State) start(b *builder, bytes int, send, recv []byte, tag int) (Request, error) {
-	if err := s.checkSpace(b); err != nil {
+func (s *State) start(c Call, b *builder, bytes int, send, recv []byte, tag int) (Request, error) {
+	if err := s.checkSpace(c, b); err != nil {
 		return nil, err
 	}
-	if r, ok, err := s.startDirect(b, send, recv, tag); ok {
+	if r, ok, err := s.startDirect(c, b, send, recv, tag); ok {
 		return r, err
 	}
-	if s.stream != 0 {
+	if c.Stream != 0 {
 		s.seq-- // give the call's tag back: the caller runs it another way
 		return nil, ErrNotOnStream
 	}
-	pl, err := s.plan(b, bytes)
+	pl, err := s.plan(c, b, bytes)
 	if err != nil {
 		return nil, err
 	}
-	return s.run(pl, b.op, b.t, send, recv, tag)
-}
-
-// waitSync starts a call for one of the State's own blocking methods,
-// marked as such (sync: it may run in the shared-memory segment), then
-// waits for it.
-func (s *State) waitSync(start func() (Request, error)) error {
-	s.sync = true
-	r, err := start()
-	s.sync = false
-	return s.wait(r, err)
-}
-
-// wait completes a collective this State started for one of its blocking
-// methods and recycles the executor.
-func (s *State) wait(r Request, err error) error {
-	if err != nil {
-		return err
-	}
-	return s.WaitRelease(r)
+	return s.run(c, pl, b.op, b.t, send, recv, tag)
 }
 
 // Argument checks.
@@ -193,31 +188,23 @@ func uniform(count, p int) (counts, displs []int) {
 func recvRef(n int) ref { return ref{s: slotRecv, n: n} }
 func sendRef(n int) ref { return ref{s: slotSend, n: n} }
 
-// Barrier blocks until every rank has called it.
-func (s *State) Barrier() error { return s.waitSync(s.Ibarrier) }
-
-// Ibarrier starts a barrier.
-func (s *State) Ibarrier() (Request, error) {
+// Barrier completes on every rank once every rank has called it.
+func (s *State) Barrier(c Call) (Request, error) {
 	tag := s.nextTag()
-	if s.sharedWay(Barrier, 0) != asMessages {
+	if s.sharedWay(c, Barrier, 0) != asMessages {
 		return finish(s.sharedBarrier())
 	}
-	if pl := s.repeat(Barrier, dtype.Byte, Op{}, 0, 0, false); pl != nil {
-		return s.run(pl, Op{}, dtype.Byte, nil, nil, tag)
+	if pl := s.repeat(c, Barrier, dtype.Byte, Op{}, 0, 0, false); pl != nil {
+		return s.run(c, pl, Op{}, dtype.Byte, nil, nil, tag)
 	}
 	b := s.newBuilder(Barrier, dtype.Byte, Op{}, 0)
 	b.skipEmpty = false // the messages are the barrier
 	b.cache = true
-	return s.start(b, 0, nil, nil, tag)
+	return s.start(c, b, 0, nil, nil, tag)
 }
 
 // Bcast sends count elements of buf from root to every rank's buf.
-func (s *State) Bcast(buf []byte, count int, t dtype.Type, root int) error {
-	return s.waitSync(func() (Request, error) { return s.Ibcast(buf, count, t, root) })
-}
-
-// Ibcast starts a Bcast.
-func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, error) {
+func (s *State) Bcast(c Call, buf []byte, count int, t dtype.Type, root int) (Request, error) {
 	tag := s.nextTag()
 	k := Bcast
 	if err := firstErr(checkType(k, t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
@@ -227,26 +214,21 @@ func (s *State) Ibcast(buf []byte, count int, t dtype.Type, root int) (Request, 
 	if err := need(k, "", buf, n); err != nil {
 		return nil, err
 	}
-	if way := s.sharedWay(k, n); way != asMessages {
+	if way := s.sharedWay(c, k, n); way != asMessages {
 		return finish(s.sharedBcast(buf, n, root, way == singleCopy))
 	}
-	if pl := s.repeat(k, t, Op{}, count, root, false); pl != nil {
-		return s.run(pl, Op{}, t, nil, buf, tag)
+	if pl := s.repeat(c, k, t, Op{}, count, root, false); pl != nil {
+		return s.run(c, pl, Op{}, t, nil, buf, tag)
 	}
 	b := s.newBuilder(k, t, Op{}, count)
 	b.root, b.rbuf, b.cache = root, recvRef(n), true
-	return s.start(b, n, nil, buf, tag)
+	return s.start(c, b, n, nil, buf, tag)
 }
 
 // Reduce combines the count elements of every rank's send with op into
 // root's recv (recv is ignored elsewhere). InPlace at the root takes its
 // contribution from recv.
-func (s *State) Reduce(send, recv []byte, count int, t dtype.Type, op Op, root int) error {
-	return s.waitSync(func() (Request, error) { return s.Ireduce(send, recv, count, t, op, root) })
-}
-
-// Ireduce starts a Reduce.
-func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root int) (Request, error) {
+func (s *State) Reduce(c Call, send, recv []byte, count int, t dtype.Type, op Op, root int) (Request, error) {
 	tag := s.nextTag()
 	k := Reduce
 	if err := firstErr(checkType(k, t), op.check(t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
@@ -267,11 +249,11 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 			return nil, err
 		}
 	}
-	if way := s.sharedWayOp(k, n, op); way != asMessages {
+	if way := s.sharedWayOp(c, k, n, op); way != asMessages {
 		return finish(s.sharedReduce(send, recv, n, t, op, root, way == singleCopy))
 	}
-	if pl := s.repeat(k, t, op, count, root, inPlace); pl != nil {
-		return s.run(pl, op, t, send, recv, tag)
+	if pl := s.repeat(c, k, t, op, count, root, inPlace); pl != nil {
+		return s.run(c, pl, op, t, send, recv, tag)
 	}
 	b := s.newBuilder(k, t, op, count)
 	b.root, b.cache, b.inPlace = root, true, inPlace
@@ -282,45 +264,30 @@ func (s *State) Ireduce(send, recv []byte, count int, t dtype.Type, op Op, root 
 	if inPlace {
 		b.src = recvRef(n)
 	}
-	return s.start(b, n, send, recv, tag)
+	return s.start(c, b, n, send, recv, tag)
 }
 
 // Allreduce combines the count elements of every rank's send with op into
 // every rank's recv. InPlace takes the contribution from recv.
-func (s *State) Allreduce(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return s.waitSync(func() (Request, error) { return s.Iallreduce(send, recv, count, t, op) })
-}
-
-// Iallreduce starts an Allreduce.
-func (s *State) Iallreduce(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
-	return s.startElementwise(Allreduce, send, recv, count, t, op)
+func (s *State) Allreduce(c Call, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	return s.startElementwise(c, Allreduce, send, recv, count, t, op)
 }
 
 // Scan computes on rank r the reduction of ranks 0..r (inclusive prefix).
 // InPlace takes the contribution from recv.
-func (s *State) Scan(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return s.wait(s.Iscan(send, recv, count, t, op))
-}
-
-// Iscan starts a Scan.
-func (s *State) Iscan(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
-	return s.startElementwise(Scan, send, recv, count, t, op)
+func (s *State) Scan(c Call, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	return s.startElementwise(c, Scan, send, recv, count, t, op)
 }
 
 // Exscan computes on rank r > 0 the reduction of ranks 0..r-1; rank 0's recv
 // is left as it was. InPlace takes the contribution from recv. With Avg, rank
 // r divides by r.
-func (s *State) Exscan(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return s.wait(s.Iexscan(send, recv, count, t, op))
-}
-
-// Iexscan starts an Exscan.
-func (s *State) Iexscan(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
-	return s.startElementwise(Exscan, send, recv, count, t, op)
+func (s *State) Exscan(c Call, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+	return s.startElementwise(c, Exscan, send, recv, count, t, op)
 }
 
 // startElementwise numbers, checks and starts Allreduce, Scan or Exscan.
-func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+func (s *State) startElementwise(c Call, k Kind, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
 	tag := s.nextTag()
 	if err := firstErr(checkType(k, t), op.check(t), checkCount(k, "count", count)); err != nil {
 		return nil, err
@@ -336,12 +303,12 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 		}
 	}
 	if k == Allreduce {
-		if way := s.sharedWayOp(k, n, op); way != asMessages {
+		if way := s.sharedWayOp(c, k, n, op); way != asMessages {
 			return finish(s.sharedAllreduce(send, recv, n, t, op, way == singleCopy))
 		}
 	}
-	if pl := s.repeat(k, t, op, count, 0, inPlace); pl != nil {
-		return s.run(pl, op, t, send, recv, tag)
+	if pl := s.repeat(c, k, t, op, count, 0, inPlace); pl != nil {
+		return s.run(c, pl, op, t, send, recv, tag)
 	}
 	b := s.newBuilder(k, t, op, count)
 	b.cache, b.inPlace = true, inPlace
@@ -350,17 +317,12 @@ func (s *State) startElementwise(k Kind, send, recv []byte, count int, t dtype.T
 	if !inPlace {
 		b.src = sendRef(n)
 	}
-	return s.start(b, n, send, recv, tag)
+	return s.start(c, b, n, send, recv, tag)
 }
 
 // Allgather concatenates every rank's count elements, in rank order, into
 // every rank's recv. InPlace takes rank r's block from recv's block r.
-func (s *State) Allgather(send, recv []byte, count int, t dtype.Type) error {
-	return s.waitSync(func() (Request, error) { return s.Iallgather(send, recv, count, t) })
-}
-
-// Iallgather starts an Allgather.
-func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request, error) {
+func (s *State) Allgather(c Call, send, recv []byte, count int, t dtype.Type) (Request, error) {
 	tag := s.nextTag()
 	k := Allgather
 	if err := firstErr(checkType(k, t), checkCount(k, "count", count)); err != nil {
@@ -376,11 +338,11 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 			return nil, err
 		}
 	}
-	if way := s.sharedWay(k, n); way != asMessages {
+	if way := s.sharedWay(c, k, n); way != asMessages {
 		return finish(s.sharedAllgather(send, recv, n, way == singleCopy))
 	}
-	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
-		return s.run(pl, Op{}, t, send, recv, tag)
+	if pl := s.repeat(c, k, t, Op{}, count, 0, inPlace); pl != nil {
+		return s.run(c, pl, Op{}, t, send, recv, tag)
 	}
 	b := s.newBuilder(k, t, Op{}, count)
 	b.cache, b.blockCounts, b.inPlace = true, true, inPlace
@@ -389,18 +351,13 @@ func (s *State) Iallgather(send, recv []byte, count int, t dtype.Type) (Request,
 	if !inPlace {
 		b.src = sendRef(n)
 	}
-	return s.start(b, n, send, recv, tag)
+	return s.start(c, b, n, send, recv, tag)
 }
 
 // Allgatherv places rank i's counts[i] elements at element displs[i] of every
 // rank's recv. sendCount must equal counts[rank]. InPlace takes rank r's
 // block from recv.
-func (s *State) Allgatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type) error {
-	return s.wait(s.Iallgatherv(send, sendCount, recv, counts, displs, t))
-}
-
-// Iallgatherv starts an Allgatherv.
-func (s *State) Iallgatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type) (Request, error) {
+func (s *State) Allgatherv(c Call, send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type) (Request, error) {
 	tag := s.nextTag()
 	k := Allgatherv
 	if err := checkType(k, t); err != nil {
@@ -429,18 +386,13 @@ func (s *State) Iallgatherv(send []byte, sendCount int, recv []byte, counts, dis
 		}
 		b.src = sendRef(sendCount * esz)
 	}
-	return s.start(b, ext*esz/max(1, s.comm.Size()), send, recv, tag)
+	return s.start(c, b, ext*esz/max(1, s.comm.Size()), send, recv, tag)
 }
 
 // Gather concatenates every rank's count elements, in rank order, into
 // root's recv (ignored elsewhere). InPlace at the root takes its block from
 // recv.
-func (s *State) Gather(send, recv []byte, count int, t dtype.Type, root int) error {
-	return s.wait(s.Igather(send, recv, count, t, root))
-}
-
-// Igather starts a Gather.
-func (s *State) Igather(send, recv []byte, count int, t dtype.Type, root int) (Request, error) {
+func (s *State) Gather(c Call, send, recv []byte, count int, t dtype.Type, root int) (Request, error) {
 	tag := s.nextTag()
 	k := Gather
 	if err := firstErr(checkType(k, t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
@@ -466,19 +418,14 @@ func (s *State) Igather(send, recv []byte, count int, t dtype.Type, root int) (R
 		}
 		b.src = sendRef(n)
 	}
-	return s.start(b, n, send, recv, tag)
+	return s.start(c, b, n, send, recv, tag)
 }
 
 // Gatherv places rank i's counts[i] elements at element displs[i] of root's
 // recv; sendCount is this rank's count (counts and displs matter at the root
 // only, where counts[root] must equal sendCount). InPlace at the root takes
 // its block from recv.
-func (s *State) Gatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type, root int) error {
-	return s.wait(s.Igatherv(send, sendCount, recv, counts, displs, t, root))
-}
-
-// Igatherv starts a Gatherv.
-func (s *State) Igatherv(send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type, root int) (Request, error) {
+func (s *State) Gatherv(c Call, send []byte, sendCount int, recv []byte, counts, displs []int, t dtype.Type, root int) (Request, error) {
 	tag := s.nextTag()
 	k := Gatherv
 	if err := firstErr(checkType(k, t), s.checkRoot(k, root)); err != nil {
@@ -513,17 +460,12 @@ func (s *State) Igatherv(send []byte, sendCount int, recv []byte, counts, displs
 		}
 		b.src = sendRef(sendCount * esz)
 	}
-	return s.start(b, b.src.n, send, recv, tag)
+	return s.start(c, b, b.src.n, send, recv, tag)
 }
 
 // Scatter sends block i (count elements) of root's send to rank i's recv.
 // InPlace as the root's recv leaves the root's block in send.
-func (s *State) Scatter(send, recv []byte, count int, t dtype.Type, root int) error {
-	return s.wait(s.Iscatter(send, recv, count, t, root))
-}
-
-// Iscatter starts a Scatter.
-func (s *State) Iscatter(send, recv []byte, count int, t dtype.Type, root int) (Request, error) {
+func (s *State) Scatter(c Call, send, recv []byte, count int, t dtype.Type, root int) (Request, error) {
 	tag := s.nextTag()
 	k := Scatter
 	if err := firstErr(checkType(k, t), checkCount(k, "count", count), s.checkRoot(k, root)); err != nil {
@@ -547,19 +489,14 @@ func (s *State) Iscatter(send, recv []byte, count int, t dtype.Type, root int) (
 		}
 		b.rbuf = recvRef(n)
 	}
-	return s.start(b, n, send, recv, tag)
+	return s.start(c, b, n, send, recv, tag)
 }
 
 // Scatterv sends counts[i] elements at element displs[i] of root's send to
 // rank i's recv (recvCount elements; counts and displs matter at the root
 // only, where counts[root] must equal recvCount). InPlace as the root's recv
 // leaves its block in send.
-func (s *State) Scatterv(send []byte, counts, displs []int, recv []byte, recvCount int, t dtype.Type, root int) error {
-	return s.wait(s.Iscatterv(send, counts, displs, recv, recvCount, t, root))
-}
-
-// Iscatterv starts a Scatterv.
-func (s *State) Iscatterv(send []byte, counts, displs []int, recv []byte, recvCount int, t dtype.Type, root int) (Request, error) {
+func (s *State) Scatterv(c Call, send []byte, counts, displs []int, recv []byte, recvCount int, t dtype.Type, root int) (Request, error) {
 	tag := s.nextTag()
 	k := Scatterv
 	if err := firstErr(checkType(k, t), s.checkRoot(k, root)); err != nil {
@@ -592,17 +529,12 @@ func (s *State) Iscatterv(send []byte, counts, displs []int, recv []byte, recvCo
 		}
 		b.rbuf = recvRef(recvCount * esz)
 	}
-	return s.start(b, recvCount*esz, send, recv, tag)
+	return s.start(c, b, recvCount*esz, send, recv, tag)
 }
 
 // Alltoall sends block j (count elements) of every rank i's send to block i
 // of rank j's recv. InPlace sends from recv and overwrites it.
-func (s *State) Alltoall(send, recv []byte, count int, t dtype.Type) error {
-	return s.waitSync(func() (Request, error) { return s.Ialltoall(send, recv, count, t) })
-}
-
-// Ialltoall starts an Alltoall.
-func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, error) {
+func (s *State) Alltoall(c Call, send, recv []byte, count int, t dtype.Type) (Request, error) {
 	tag := s.nextTag()
 	k := Alltoall
 	if err := firstErr(checkType(k, t), checkCount(k, "count", count)); err != nil {
@@ -618,11 +550,11 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 			return nil, err
 		}
 	}
-	if way := s.sharedWay(k, p*n); way != asMessages {
+	if way := s.sharedWay(c, k, p*n); way != asMessages {
 		return finish(s.sharedAlltoall(send, recv, n, way == singleCopy))
 	}
-	if pl := s.repeat(k, t, Op{}, count, 0, inPlace); pl != nil {
-		return s.run(pl, Op{}, t, send, recv, tag)
+	if pl := s.repeat(c, k, t, Op{}, count, 0, inPlace); pl != nil {
+		return s.run(c, pl, Op{}, t, send, recv, tag)
 	}
 	b := s.newBuilder(k, t, Op{}, count)
 	b.cache, b.blockCounts, b.inPlace = true, true, inPlace
@@ -631,19 +563,14 @@ func (s *State) Ialltoall(send, recv []byte, count int, t dtype.Type) (Request, 
 	if !inPlace {
 		b.sbuf = sendRef(p * n)
 	}
-	return s.start(b, n, send, recv, tag)
+	return s.start(c, b, n, send, recv, tag)
 }
 
 // Alltoallv sends sendCounts[j] elements at sendDispls[j] of every rank's
 // send to rank j, which receives recvCounts[i] elements from rank i at
 // recvDispls[i]. InPlace sends from recv using the receive counts and
 // displacements (which must then be symmetric across ranks).
-func (s *State) Alltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, t dtype.Type) error {
-	return s.wait(s.Ialltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, t))
-}
-
-// Ialltoallv starts an Alltoallv.
-func (s *State) Ialltoallv(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, t dtype.Type) (Request, error) {
+func (s *State) Alltoallv(c Call, send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, t dtype.Type) (Request, error) {
 	tag := s.nextTag()
 	k := Alltoallv
 	if err := checkType(k, t); err != nil {
@@ -676,19 +603,14 @@ func (s *State) Ialltoallv(send []byte, sendCounts, sendDispls []int, recv []byt
 		b.sendCounts, b.sendDispls = sendCounts, sendDispls
 		b.sbuf = sendRef(sext * esz)
 	}
-	return s.start(b, rext*esz/max(1, s.comm.Size()), send, recv, tag)
+	return s.start(c, b, rext*esz/max(1, s.comm.Size()), send, recv, tag)
 }
 
 // ReduceScatter reduces the Σcounts elements of every rank's send with op
 // and leaves block i (counts[i] elements, in order) on rank i's recv.
 // InPlace takes the input from recv (Σcounts elements) and leaves the
 // result at its start.
-func (s *State) ReduceScatter(send, recv []byte, counts []int, t dtype.Type, op Op) error {
-	return s.wait(s.IreduceScatter(send, recv, counts, t, op))
-}
-
-// IreduceScatter starts a ReduceScatter.
-func (s *State) IreduceScatter(send, recv []byte, counts []int, t dtype.Type, op Op) (Request, error) {
+func (s *State) ReduceScatter(c Call, send, recv []byte, counts []int, t dtype.Type, op Op) (Request, error) {
 	tag := s.nextTag()
 	k := ReduceScatter
 	p := s.comm.Size()
@@ -698,26 +620,21 @@ func (s *State) IreduceScatter(send, recv []byte, counts []int, t dtype.Type, op
 		}
 		return nil, fmt.Errorf("coll: %v: %d counts for %d ranks: %w", k, len(counts), p, ErrCount)
 	}
-	return s.reduceScatter(k, send, recv, counts, 0, t, op, tag)
+	return s.reduceScatter(c, k, send, recv, counts, 0, t, op, tag)
 }
 
 // ReduceScatterBlock is ReduceScatter with count elements for every rank.
-func (s *State) ReduceScatterBlock(send, recv []byte, count int, t dtype.Type, op Op) error {
-	return s.wait(s.IreduceScatterBlock(send, recv, count, t, op))
-}
-
-// IreduceScatterBlock starts a ReduceScatterBlock.
-func (s *State) IreduceScatterBlock(send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
+func (s *State) ReduceScatterBlock(c Call, send, recv []byte, count int, t dtype.Type, op Op) (Request, error) {
 	tag := s.nextTag()
 	if err := checkCount(ReduceScatterBlock, "count", count); err != nil {
 		return nil, err
 	}
-	return s.reduceScatter(ReduceScatterBlock, send, recv, nil, count, t, op, tag)
+	return s.reduceScatter(c, ReduceScatterBlock, send, recv, nil, count, t, op, tag)
 }
 
 // reduceScatter sets up both reduce-scatters: counts gives the per-rank
 // counts (len(counts) = ranks), or is nil for count elements each.
-func (s *State) reduceScatter(k Kind, send, recv []byte, counts []int, count int, t dtype.Type, op Op, tag int) (Request, error) {
+func (s *State) reduceScatter(c Call, k Kind, send, recv []byte, counts []int, count int, t dtype.Type, op Op, tag int) (Request, error) {
 	if err := firstErr(checkType(k, t), op.check(t)); err != nil {
 		return nil, err
 	}
@@ -754,7 +671,7 @@ func (s *State) reduceScatter(k Kind, send, recv []byte, counts []int, count int
 		b.src = sendRef(total * esz)
 	}
 	b.rbuf = recvRef(mine * esz)
-	return s.start(b, total*esz, send, recv, tag)
+	return s.start(c, b, total*esz, send, recv, tag)
 }
 
 func firstErr(errs ...error) error {

@@ -109,6 +109,10 @@ func dirty(t *testing.T, v reflect.Value) {
 	}
 }
 
+// blocking is the Call of a blocking host collective, the only kind that
+// runs in the shared-memory segment.
+var blocking = Call{Blocking: true}
+
 // newBuilder sets the builder's fields one by one rather than clearing the
 // struct: every field must still start from its zero value but those the
 // call sets.
@@ -187,7 +191,6 @@ func TestSharedAutoLimits(t *testing.T) {
 	if err := s.SetShared(Shared{Mem: mem, Slot: slot, Auto: true}); err != nil {
 		t.Fatal(err)
 	}
-	s.sync = true
 	for _, tc := range []struct {
 		k    Kind
 		w    int
@@ -199,12 +202,11 @@ func TestSharedAutoLimits(t *testing.T) {
 		{Alltoall, 64 << 10, true}, {Alltoall, 64<<10 + 1, false},
 		{Reduce, 8, false}, // forced to binomial
 	} {
-		if got := (s.sharedWay(tc.k, tc.w) != asMessages); got != tc.want {
+		if got := (s.sharedWay(blocking, tc.k, tc.w) != asMessages); got != tc.want {
 			t.Errorf("sharedWay(%v, %d) in the segment: %v, want %v", tc.k, tc.w, got, tc.want)
 		}
 	}
-	s.sync = false
-	if s.sharedWay(Bcast, 8) != asMessages {
+	if s.sharedWay(Call{}, Bcast, 8) != asMessages {
 		t.Error("a nonblocking call fits the segment")
 	}
 	// Not forced: allreduce by its measured bound.
@@ -212,9 +214,8 @@ func TestSharedAutoLimits(t *testing.T) {
 	if err := s.SetShared(Shared{Mem: mem, Slot: slot, Auto: true}); err != nil {
 		t.Fatal(err)
 	}
-	s.sync = true
-	if !(s.sharedWay(Allreduce, 64<<10) != asMessages) || (s.sharedWay(Allreduce, 64<<10+1) != asMessages) {
-		t.Errorf("allreduce on 4 ranks: 64 KiB fits %v, one byte more %v", (s.sharedWay(Allreduce, 64<<10) != asMessages), (s.sharedWay(Allreduce, 64<<10+1) != asMessages))
+	if !(s.sharedWay(blocking, Allreduce, 64<<10) != asMessages) || (s.sharedWay(blocking, Allreduce, 64<<10+1) != asMessages) {
+		t.Errorf("allreduce on 4 ranks: 64 KiB fits %v, one byte more %v", (s.sharedWay(blocking, Allreduce, 64<<10) != asMessages), (s.sharedWay(blocking, Allreduce, 64<<10+1) != asMessages))
 	}
 }
 
@@ -250,9 +251,8 @@ func TestSharedCMAAuto(t *testing.T) {
 		if err := s.SetShared(sh); err != nil {
 			t.Fatal(err)
 		}
-		s.sync = true
 		for _, w := range wants {
-			if got := s.sharedWay(w.k, w.w); got != w.mode {
+			if got := s.sharedWay(blocking, w.k, w.w); got != w.mode {
 				t.Errorf("%s: sharedWay(%v, %d) = %d, want %d", name, w.k, w.w, got, w.mode)
 			}
 		}
@@ -319,7 +319,6 @@ func TestSharedCMAAuto(t *testing.T) {
 	if err := s.SetShared(Shared{Mem: mem, Slot: 1 << 20, Auto: true, Pids: []int{1, 2, 3, 4}, CMAMin: -1}); err != nil {
 		t.Fatal(err)
 	}
-	s.sync = true
 	user := func(in, inout []byte, t dtype.Type) error { return nil }
 	for _, tc := range []struct {
 		op   Op
@@ -330,7 +329,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		{Op{User: user, Commutative: true}, 32 << 10, singleCopy}, {Builtin(dtype.Sum), 32 << 10, singleCopy},
 		{Builtin(dtype.Sum), 16 << 10, throughSlots},
 	} {
-		if got := s.sharedWayOp(Allreduce, tc.w, tc.op); got != tc.want {
+		if got := s.sharedWayOp(blocking, Allreduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(allreduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
 		}
 	}
@@ -340,7 +339,6 @@ func TestSharedCMAAuto(t *testing.T) {
 	if err := s.SetShared(Shared{Mem: mem, Slot: 16 << 10, Auto: true, Pids: []int{1, 2}, CMAMin: -1, CMASlow: true}); err != nil {
 		t.Fatal(err)
 	}
-	s.sync = true
 	for _, tc := range []struct {
 		op   Op
 		w    int
@@ -349,7 +347,7 @@ func TestSharedCMAAuto(t *testing.T) {
 		{Op{User: user}, 16 << 10, throughSlots}, {Op{User: user}, reduceSerialMax, singleCopy}, {Op{User: user}, reduceSerialMax + 1, asMessages},
 		{Op{User: user, Commutative: true}, reduceSerialMax + 1, singleCopy}, {Builtin(dtype.Sum), 1 << 30, singleCopy},
 	} {
-		if got := s.sharedWayOp(Reduce, tc.w, tc.op); got != tc.want {
+		if got := s.sharedWayOp(blocking, Reduce, tc.w, tc.op); got != tc.want {
 			t.Errorf("sharedWayOp(reduce, %d, commutative %v) = %d, want %d", tc.w, tc.op.IsCommutative(), got, tc.want)
 		}
 	}

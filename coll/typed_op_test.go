@@ -31,33 +31,33 @@ func TestTypedUserOpWrongType(t *testing.T) {
 	}
 	calls2 := map[string]call{
 		"allreduce": func(s *coll.State, _, _ int, send, recv []byte, count int) error {
-			return s.Allreduce(send, recv, count, dtype.Float64, op)
+			return s.Wait(s.Allreduce(blockingCall, send, recv, count, dtype.Float64, op))
 		},
 		"iallreduce": func(s *coll.State, _, _ int, send, recv []byte, count int) error {
-			return nb(s.Iallreduce(send, recv, count, dtype.Float64, op))
+			return nb(s.Allreduce(coll.Call{}, send, recv, count, dtype.Float64, op))
 		},
 		"reduce root 0": func(s *coll.State, _, _ int, send, recv []byte, count int) error {
-			return s.Reduce(send, recv, count, dtype.Float64, op, 0)
+			return s.Wait(s.Reduce(blockingCall, send, recv, count, dtype.Float64, op, 0))
 		},
 		"reduce last root": func(s *coll.State, _, p int, send, recv []byte, count int) error {
-			return s.Reduce(send, recv, count, dtype.Float64, op, p-1)
+			return s.Wait(s.Reduce(blockingCall, send, recv, count, dtype.Float64, op, p-1))
 		},
 		"ireduce": func(s *coll.State, _, _ int, send, recv []byte, count int) error {
-			return nb(s.Ireduce(send, recv, count, dtype.Float64, op, 0))
+			return nb(s.Reduce(coll.Call{}, send, recv, count, dtype.Float64, op, 0))
 		},
 		"reduce_scatter_block": func(s *coll.State, _, p int, send, recv []byte, count int) error {
-			return s.ReduceScatterBlock(send, recv, count/p, dtype.Float64, op)
+			return s.Wait(s.ReduceScatterBlock(blockingCall, send, recv, count/p, dtype.Float64, op))
 		},
 		"reduce_scatter": func(s *coll.State, _, p int, send, recv []byte, count int) error {
 			counts := make([]int, p)
 			counts[0] = count
-			return s.ReduceScatter(send, recv, counts, dtype.Float64, op)
+			return s.Wait(s.ReduceScatter(blockingCall, send, recv, counts, dtype.Float64, op))
 		},
 		"scan": func(s *coll.State, _, _ int, send, recv []byte, count int) error {
-			return s.Scan(send, recv, count, dtype.Float64, op)
+			return s.Wait(s.Scan(blockingCall, send, recv, count, dtype.Float64, op))
 		},
 		"exscan": func(s *coll.State, _, _ int, send, recv []byte, count int) error {
-			return s.Exscan(send, recv, count, dtype.Float64, op)
+			return s.Wait(s.Exscan(blockingCall, send, recv, count, dtype.Float64, op))
 		},
 	}
 	for name, f := range calls2 {

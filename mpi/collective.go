@@ -63,7 +63,7 @@ func progressOf(e *pt2pt.Engine) *coll.Progress {
 // once per call, just before the first message that needs it, so Isend and
 // Irecv pin nothing; a send from a buffer not pinned yet is first tried
 // through TrySend, which sends a short message inside the call (pt2pt's
-// TrySendColl), after which the transport keeps no reference to it. A send
+// Immediate), after which the transport keeps no reference to it. A send
 // buffer whose messages all leave that way is never pinned. Comm.start pins
 // nothing.
 type collComm struct {
@@ -84,31 +84,34 @@ func (a collComm) Rank() int { return a.pc.Rank() }
 func (a collComm) Size() int { return a.pc.Size() }
 
 func (a collComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIsendColl(pt2pt.HostMem(buf), dest, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: dest, Tag: tag, Flags: pt2pt.Collective})
 }
 
 // TrySend sends buf inside the call when the transport can (pt2pt's
-// TrySendColl), for the executor, which then need not pin buf
+// Immediate), for the executor, which then need not pin buf
 // (coll's immediateSender).
 func (a collComm) TrySend(buf []byte, dest, tag int) (coll.Request, bool, error) {
 	n := int64(len(buf))
 	if n > collTryLimit.Load() {
 		return nil, false, nil
 	}
-	r, sent, err := a.pc.TrySendColl(pt2pt.HostMem(buf), dest, tag)
-	if err != nil || !sent {
+	var r pt2pt.Request
+	err := a.pc.Post(pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: dest, Tag: tag, Flags: pt2pt.Collective | pt2pt.Immediate}, &r)
+	if err != nil || !r.Posted() {
 		if err == nil && n > collTryFloor && n <= collTryLimit.Load() {
 			collTryLimit.Store(n - 1) // a race may lose a lowering: harmless
 		}
 		return nil, false, err
 	}
-	if r == nil {
-		return nil, true, nil // nil: complete (coll's immediateSender)
+	if r.Done() {
+		_, err = r.Wait() // gone already: nil is complete (coll's immediateSender)
+		return nil, true, err
 	}
 	// Still queued in the transport: the schedule waits for it like a
 	// posted send (buf is free already).
-	q, err := newCollMsg(*r, nil)
-	return q, true, err
+	q := collMsgs.Get().(*collMsg)
+	q.r = r
+	return q, true, nil
 }
 
 // collTryLimit is the largest message TrySend tries to send inside
@@ -125,7 +128,7 @@ func init() { collTryLimit.Store(8192) }
 const collTryFloor = 64
 
 // TryRecv receives a short message inside the call when it is there or
-// arrives within the transport's short poll (pt2pt's TryRecvColl), for a
+// arrives within the transport's short poll (pt2pt's Immediate), for a
 // blocking schedule (coll's immediateReceiver): nothing stays posted, so
 // buf is not pinned. It reports the message's size. When ranks outnumber
 // cores the transport's poll gives the processor away between short
@@ -135,21 +138,21 @@ func (a collComm) TryRecv(buf []byte, src, tag int) (int, bool, error) {
 	if len(buf) > pt2pt.TryRecvMax {
 		return 0, false, nil
 	}
-	st, ok, err := a.pc.TryRecvColl(pt2pt.HostMem(buf), src, tag)
+	st, ok, err := a.pc.Run(pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Collective | pt2pt.Immediate})
 	return st.Bytes, ok, err
 }
 
 func (a collComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIrecvColl(pt2pt.HostMem(buf), src, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: pt2pt.HostMem(buf), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Collective})
 }
 
-// newCollMsg wraps a posted message for coll (from the pool).
-func newCollMsg(r pt2pt.Request, err error) (coll.Request, error) {
-	if err != nil {
+// postCollMsg posts m on pc for coll, in a message from the pool.
+func postCollMsg(pc *pt2pt.Comm, m pt2pt.Msg) (coll.Request, error) {
+	q := collMsgs.Get().(*collMsg)
+	if err := pc.Post(m, &q.r); err != nil {
+		q.Release()
 		return nil, err
 	}
-	q := collMsgs.Get().(*collMsg)
-	q.r = r
 	return q, nil
 }
 
@@ -359,7 +362,8 @@ func typeOf(name string, a, b *bufInfo) (dtype.Type, error) {
 // call is how a collective is started: blocking (the call returns once
 // it is complete), or not; and, for an enqueued collective (StreamComm),
 // the CUDA stream it is to run on, if the IPC-direct engine can run it
-// there without a host step (coll.State.SetCallStream).
+// there without a host step. start makes it coll's Call, adding where the
+// buffers live.
 type call struct {
 	block  bool
 	stream uintptr
@@ -377,9 +381,10 @@ func (c *Comm) checkColl(name string) error {
 	return nil
 }
 
-// start runs f (which starts a coll operation) on buffers that live on
-// device ord (-1: host memory; pairArgs finds it) with c's collective lock
-// held; the executor pins what it hands to the transport (see collComm).
+// start runs f (which starts a coll operation as cc describes it) on
+// buffers that live on device ord (-1: host memory; pairArgs finds it) with
+// c's collective lock held; the executor pins what it hands to the
+// transport (see collComm).
 // Nonblocking, it returns the Request. Blocking, it waits itself and
 // returns nil: no Request is made, and the finished schedule goes back to
 // the engine for the next call. On a stream the engine cannot use, it
@@ -392,7 +397,7 @@ func (c *Comm) checkColl(name string) error {
 // takes no part in this lock. A blocking device collective lets go of the
 // lock before it waits: a stream's work (StreamComm) may need the lock to
 // start the collectives the wait depends on.
-func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.Request, error)) (*Request, error) {
+func (c *Comm) start(m call, name string, ord int, f func(s *coll.State, cc coll.Call) (coll.Request, error)) (*Request, error) {
 	if err := c.checkColl(name); err != nil {
 		return nil, err
 	}
@@ -407,14 +412,10 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 		err = c.useSpace(st, ord, m.block)
 	}
 	if err == nil {
-		st.SetCallStream(m.stream)
-		st.SetCallBlocking(m.block)
-		cr, err = f(st)
-		st.SetCallStream(0)
-		st.SetCallBlocking(false)
+		cr, err = f(st, coll.Call{Device: ord >= 0, Blocking: m.block, Stream: m.stream})
 	}
 	if m.block && ord < 0 && err == nil {
-		err = st.WaitKeep(cr)
+		err = st.WaitKeep(cr, nil)
 		c.collMu.Unlock()
 		return nil, wrapColl(name, err)
 	}
@@ -426,7 +427,7 @@ func (c *Comm) start(m call, name string, ord int, f func(s *coll.State) (coll.R
 		return nil, wrapColl(name, err)
 	}
 	if m.block {
-		return nil, wrapColl(name, st.WaitRelease(cr))
+		return nil, wrapColl(name, st.Wait(cr, nil))
 	}
 	if m.stream != 0 {
 		// Run on the stream: completed there, and not waited on by
@@ -532,7 +533,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 }
 
 func (c *Comm) ibarrier(m call) (*Request, error) {
-	return c.start(m, "barrier", -1, func(s *coll.State) (coll.Request, error) { return s.Ibarrier() })
+	return c.start(m, "barrier", -1, func(s *coll.State, cc coll.Call) (coll.Request, error) { return s.Barrier(cc) })
 }
 
 // Bcast sends root's buf to every rank's buf.
@@ -559,8 +560,8 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	// One buffer: its device is the call's (callDevice can find no
 	// mixture), -1 for host memory.
 	n, t, ord := is[0].n, is[0].t, is[0].dev
-	return c.start(m, "bcast", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ibcast(b, n, t, root)
+	return c.start(m, "bcast", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Bcast(cc, b, n, t, root)
 	})
 }
 
@@ -626,8 +627,8 @@ func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, er
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "reduce", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ireduce(sb, rb, n, t, op.c, root)
+	return c.start(m, "reduce", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Reduce(cc, sb, rb, n, t, op.c, root)
 	})
 }
 
@@ -653,8 +654,8 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "allreduce", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iallreduce(sb, rb, n, t, op.c)
+	return c.start(m, "allreduce", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allreduce(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -677,8 +678,8 @@ func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "scan", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iscan(sb, rb, n, t, op.c)
+	return c.start(m, "scan", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Scan(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -702,8 +703,8 @@ func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "exscan", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iexscan(sb, rb, n, t, op.c)
+	return c.start(m, "exscan", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Exscan(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -739,8 +740,8 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	} else if send.Len() != p*n {
 		return nil, countErr("reduce_scatter_block", "send buffer of %d elements, want %d ranks × %d", send.Len(), p, n)
 	}
-	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State) (coll.Request, error) {
-		return s.IreduceScatterBlock(sb, rb, n, t, op.c)
+	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.ReduceScatterBlock(cc, sb, rb, n, t, op.c)
 	})
 }
 
@@ -764,8 +765,8 @@ func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "reduce_scatter", ord, func(s *coll.State) (coll.Request, error) {
-		return s.IreduceScatter(sb, rb, counts, t, op.c)
+	return c.start(m, "reduce_scatter", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.ReduceScatter(cc, sb, rb, counts, t, op.c)
 	})
 }
 
@@ -789,8 +790,8 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "allgather", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iallgather(sb, rb, n, t)
+	return c.start(m, "allgather", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allgather(cc, sb, rb, n, t)
 	})
 }
 
@@ -817,8 +818,8 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "allgatherv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iallgatherv(sb, n, rb, counts, displs, t)
+	return c.start(m, "allgatherv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allgatherv(cc, sb, n, rb, counts, displs, t)
 	})
 }
 
@@ -838,8 +839,8 @@ func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "gather", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Igather(sb, rb, n, t, root)
+	return c.start(m, "gather", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Gather(cc, sb, rb, n, t, root)
 	})
 }
 
@@ -863,8 +864,8 @@ func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root in
 	if isInPlace(send) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "gatherv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Igatherv(sb, n, rb, counts, displs, t, root)
+	return c.start(m, "gatherv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Gatherv(cc, sb, n, rb, counts, displs, t, root)
 	})
 }
 
@@ -935,8 +936,8 @@ func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
 			n = send.Len() / c.Size()
 		}
 	}
-	return c.start(m, "scatter", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iscatter(sb, rb, n, t, root)
+	return c.start(m, "scatter", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Scatter(cc, sb, rb, n, t, root)
 	})
 }
 
@@ -960,8 +961,8 @@ func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer,
 	if isInPlace(recv) && c.Rank() < len(counts) {
 		n = counts[c.Rank()]
 	}
-	return c.start(m, "scatterv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Iscatterv(sb, counts, displs, rb, n, t, root)
+	return c.start(m, "scatterv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Scatterv(cc, sb, counts, displs, rb, n, t, root)
 	})
 }
 
@@ -990,8 +991,8 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 		return nil, countErr("alltoall", "send buffer of %d and receive buffer of %d elements for %d ranks", send.Len(), n, p)
 	}
 	n /= p
-	return c.start(m, "alltoall", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ialltoall(sb, rb, n, t)
+	return c.start(m, "alltoall", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Alltoall(cc, sb, rb, n, t)
 	})
 }
 
@@ -1014,8 +1015,8 @@ func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, rec
 	if err != nil {
 		return nil, err
 	}
-	return c.start(m, "alltoallv", ord, func(s *coll.State) (coll.Request, error) {
-		return s.Ialltoallv(sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
+	return c.start(m, "alltoallv", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Alltoallv(cc, sb, sendCounts, sendDispls, rb, recvCounts, recvDispls, t)
 	})
 }
 

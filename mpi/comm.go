@@ -341,59 +341,61 @@ func checkBuf(op string, b Buffer) error {
 	return nil
 }
 
-// post checks c and b, pins b and starts the transport operation.
-func (c *Comm) post(op string, b Buffer, start func(m pt2pt.Mem) (pt2pt.Request, error)) (*Request, error) {
+// post checks c and b, pins b and starts the transport operation m
+// describes on b's memory.
+func (c *Comm) post(op string, b Buffer, m pt2pt.Msg) (*Request, error) {
 	if err := c.check(op); err != nil {
 		return nil, err
 	}
 	if err := checkBuf(op, b); err != nil {
 		return nil, err
 	}
+	req := &Request{elemSize: b.Type().Size(), p2p: true, life: c.life}
+	return c.postIn(req, b, m)
+}
+
+// postIn is post into req, checked already.
+func (c *Comm) postIn(req *Request, b Buffer, m pt2pt.Msg) (*Request, error) {
 	if anyFreed.Load() {
 		sweepFreed()
 	}
-	req := &Request{elemSize: b.Type().Size(), pinner: pinBuffers(b), life: c.life}
-	r, err := start(b.mem())
-	if err != nil {
+	req.pinner = pinBuffers(b)
+	m.Mem = b.mem()
+	if err := c.pc.Post(m, &req.r); err != nil {
 		req.complete(pt2pt.Status{}, nil)
 		return nil, face(err)
 	}
-	req.r, req.p2p = r, true
 	return req, nil
 }
 
 func (c *Comm) isend(op string, b Buffer, dest, tag int, sync bool) (*Request, error) {
+	if err := c.check(op); err != nil {
+		return nil, err
+	}
+	if err := checkBuf(op, b); err != nil {
+		return nil, err
+	}
+	req := &Request{elemSize: b.Type().Size(), p2p: true, life: c.life}
+	m := pt2pt.Msg{Peer: dest, Tag: tag, Flags: pt2pt.Sync}
 	if !sync {
 		// A short message goes out from a copy inside one transport call,
 		// as Send's does: no pin, and usually a request complete at once.
-		if req, ok, err := c.tryIsend(op, b, dest, tag); ok || err != nil {
-			return req, err
+		// Even when the message has left, the request stays active until
+		// the application waits for it (Waitany and Testany count it).
+		m.Mem, m.Flags = b.mem(), pt2pt.Immediate
+		if err := c.pc.Post(m, &req.r); err != nil {
+			return nil, face(err)
 		}
+		if req.r.Posted() {
+			return req, nil
+		}
+		m.Flags = 0
 	}
-	return c.post(op, b, func(m pt2pt.Mem) (pt2pt.Request, error) { return c.pc.PostIsend(m, dest, tag, sync) })
-}
-
-// tryIsend is isend's attempt through the transport's immediate send
-// (pt2pt's PostTrySend); false when the transport declined and nothing was
-// posted.
-func (c *Comm) tryIsend(op string, b Buffer, dest, tag int) (*Request, bool, error) {
-	if err := c.check(op); err != nil {
-		return nil, false, err
-	}
-	if err := checkBuf(op, b); err != nil {
-		return nil, false, err
-	}
-	r, sent, err := c.pc.PostTrySend(b.mem(), dest, tag)
-	if err != nil || !sent {
-		return nil, false, face(err)
-	}
-	// Even when the message has left, the request stays active until the
-	// application waits for it (Waitany and Testany count it).
-	return &Request{r: r, p2p: true, elemSize: b.Type().Size(), life: c.life}, true, nil
+	return c.postIn(req, b, m)
 }
 
 func (c *Comm) irecv(op string, b Buffer, src, tag int) (*Request, error) {
-	return c.post(op, b, func(m pt2pt.Mem) (pt2pt.Request, error) { return c.pc.PostIrecv(m, src, tag) })
+	return c.post(op, b, pt2pt.Msg{Peer: src, Tag: tag, Flags: pt2pt.Receive})
 }
 
 // Send sends buf to rank dest with tag (blocking, standard mode).
@@ -407,11 +409,13 @@ func (c *Comm) Send(buf Buffer, dest, tag int) error {
 	// A short message goes out inside one transport call that keeps no
 	// reference to the buffer, so it needs no pin (pinning costs more than
 	// such a message's whole send).
-	if sent, err := c.pc.TrySend(buf.mem(), dest, tag); sent || err != nil {
+	m := pt2pt.Msg{Mem: buf.mem(), Peer: dest, Tag: tag, Flags: pt2pt.Immediate}
+	if _, sent, err := c.pc.Run(m); sent || err != nil {
 		return face(err)
 	}
 	p := pinBuffers(buf)
-	err := c.pc.Send(buf.mem(), dest, tag, false)
+	m.Flags = 0
+	_, _, err := c.pc.Run(m)
 	unpin(p)
 	return face(err)
 }
@@ -440,10 +444,12 @@ func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
 	// A message that is there or comes within a short poll is received in
 	// one transport call that leaves nothing posted, so the buffer needs no
 	// pin. The status is filled in place (setStatus says why).
-	st, ok, err := c.pc.TryRecv(buf.mem(), src, tag)
+	m := pt2pt.Msg{Mem: buf.mem(), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Immediate}
+	st, ok, err := c.pc.Run(m)
 	if !ok && err == nil {
 		p := pinBuffers(buf)
-		st, err = c.pc.Recv(buf.mem(), src, tag)
+		m.Flags = pt2pt.Receive
+		st, _, err = c.pc.Run(m)
 		unpin(p)
 	}
 	s.set(st, buf.Type().Size())
@@ -468,11 +474,11 @@ func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 // Sendrecv sends sendbuf to dest and receives into recvbuf from src, both
 // at once, so that exchanges in a ring cannot deadlock.
 //
-// A short message that leaves inside one transport call (pt2pt's TrySend,
-// as Send uses) is sent first, once the receive's arguments are known to be
-// good: having left, it cannot take part in a deadlock, and the receive then
-// takes Recv's path (an in-call poll, no pin when the message comes in
-// time), the way a barrier's exchange works.
+// A short message that leaves inside one transport call (pt2pt's
+// Immediate, as Send uses) is sent first, once the receive's arguments are
+// known to be good: having left, it cannot take part in a deadlock, and the
+// receive then takes Recv's path (an in-call poll, no pin when the message
+// comes in time), the way a barrier's exchange works.
 func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
 	if err := c.check("sendrecv"); err != nil {
 		return Status{}, err
@@ -490,7 +496,7 @@ func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, 
 	if err := c.pc.CheckRecv("sendrecv", rm, src, recvtag); err != nil {
 		return Status{}, face(err)
 	}
-	if sent, err := c.pc.TrySend(sm, dest, sendtag); err != nil {
+	if _, sent, err := c.pc.Run(pt2pt.Msg{Mem: sm, Peer: dest, Tag: sendtag, Flags: pt2pt.Immediate}); err != nil {
 		return Status{}, face(err)
 	} else if sent {
 		return c.Recv(recvbuf, src, recvtag)

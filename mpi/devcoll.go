@@ -90,8 +90,8 @@ func deviceBytes(b Buffer) ([]byte, error) {
 	return gpucoll.View(cudadrv.DevicePtr(uintptr(m.Ptr)), m.Len), nil
 }
 
-// useSpace points st at the space of a call on device ord (-1: host),
-// setting the device space up on first use. c.collMu is held.
+// useSpace prepares the space of a call on device ord (-1: host), setting
+// the device space up on first use. c.collMu is held.
 //
 // The IPC-direct engine's set-up is a collective exchange that blocks until
 // every rank has joined, so it runs only in a blocking collective (block):
@@ -113,7 +113,6 @@ func (c *Comm) useSpace(st *coll.State, ord int, block bool) error {
 				return err
 			}
 		}
-		st.UseDevice(false)
 		return nil
 	}
 	ds := c.coll.dev
@@ -138,7 +137,6 @@ func (c *Comm) useSpace(st *coll.State, ord int, block bool) error {
 			return err
 		}
 	}
-	st.UseDevice(true)
 	return nil
 }
 
@@ -244,11 +242,11 @@ func (a collDeviceComm) devMem(buf []byte) pt2pt.Mem {
 }
 
 func (a collDeviceComm) Isend(buf []byte, dest, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIsendColl(a.devMem(buf), dest, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: a.devMem(buf), Peer: dest, Tag: tag, Flags: pt2pt.Collective})
 }
 
 func (a collDeviceComm) Irecv(buf []byte, src, tag int) (coll.Request, error) {
-	return newCollMsg(a.pc.PostIrecvColl(a.devMem(buf), src, tag))
+	return postCollMsg(a.pc, pt2pt.Msg{Mem: a.devMem(buf), Peer: src, Tag: tag, Flags: pt2pt.Receive | pt2pt.Collective})
 }
 
 // Idle is collComm's.

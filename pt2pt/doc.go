@@ -14,6 +14,12 @@
 // mask, so AnySource and AnyTag are masks, and MPI's non-overtaking order
 // follows from the transport's ordered tag matching.
 //
+// Operations: a Msg describes one send or receive (its buffer, peer, tag
+// and Flags: receive, collective context, synchronous, immediate); Post
+// starts it in a Request the caller provides, Run runs it to completion as
+// a blocking call. Isend, Irecv, Send, Recv, TrySend and TryRecv are
+// shorthands of the two.
+//
 // Concurrency: every exported method may be called from any goroutine
 // (MPI_THREAD_MULTIPLE). Transports serialise internally; the engine keeps
 // no lock on the hot path beyond what the transport takes. A Request must not

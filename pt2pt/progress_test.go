@@ -102,9 +102,9 @@ func TestFreedCommCollectiveContext(t *testing.T) {
 			return err
 		}
 		peer := 1 - sub.Rank()
-		var r *pt2pt.Request
+		var r pt2pt.Request
 		if sub.Rank() == 1 {
-			if r, err = sub.IrecvColl(pt2pt.HostMem(make([]byte, 1)), peer, 3); err != nil {
+			if err = sub.Post(pt2pt.Msg{Mem: pt2pt.HostMem(make([]byte, 1)), Peer: peer, Tag: 3, Flags: pt2pt.Receive | pt2pt.Collective}, &r); err != nil {
 				return err
 			}
 		}
@@ -115,8 +115,8 @@ func TestFreedCommCollectiveContext(t *testing.T) {
 			return fmt.Errorf("isend on a freed comm: %v, want ErrComm", err)
 		}
 		if sub.Rank() == 0 {
-			s, err := sub.IsendColl(pt2pt.HostMem([]byte("y")), peer, 3)
-			if err != nil {
+			var s pt2pt.Request
+			if err := sub.Post(pt2pt.Msg{Mem: pt2pt.HostMem([]byte("y")), Peer: peer, Tag: 3, Flags: pt2pt.Collective}, &s); err != nil {
 				return fmt.Errorf("collective send on a freed comm: %w", err)
 			}
 			_, err = s.Wait()

@@ -9,17 +9,21 @@ import (
 	"github.com/gompix/gompix/pt2pt/inproc"
 )
 
-// TestPostTrySend: a short host Isend through the transport's immediate
-// send comes back sent and already complete, its message intact; a
-// transport without an immediate send declines it, posting nothing; bad
+// TestPostImmediateSend: a short host Isend through the transport's
+// immediate send comes back sent and already complete, its message intact;
+// a transport without an immediate send declines it, posting nothing; bad
 // arguments fail with their class before anything is sent.
-func TestPostTrySend(t *testing.T) {
+func TestPostImmediateSend(t *testing.T) {
 	f := inproc.NewFabric(1)
 	c := pt2pt.NewEngine(immediate{f.Transport(0), true}, pt2pt.Options{SpinIterations: 10}).World()
 	out := []byte("8 bytes!")
-	r, sent, err := c.PostTrySend(pt2pt.HostMem(out), 0, 5)
-	if err != nil || !sent {
-		t.Fatalf("PostTrySend: sent %v, %v", sent, err)
+	imm := func(c *pt2pt.Comm, tag int) (*pt2pt.Request, error) {
+		r := new(pt2pt.Request)
+		return r, c.Post(pt2pt.Msg{Mem: pt2pt.HostMem(out), Peer: 0, Tag: tag, Flags: pt2pt.Immediate}, r)
+	}
+	r, err := imm(c, 5)
+	if err != nil || !r.Posted() {
+		t.Fatalf("immediate send: posted %v, %v", r.Posted(), err)
 	}
 	if !r.Done() {
 		t.Errorf("an eager immediate send is not complete on return")
@@ -32,7 +36,7 @@ func TestPostTrySend(t *testing.T) {
 		t.Fatalf("Recv: %v %+v %q", err, st, in)
 	}
 
-	if _, _, err := c.PostTrySend(pt2pt.HostMem(out), 0, -1); !errors.Is(err, pt2pt.ErrTag) {
+	if _, err := imm(c, -1); !errors.Is(err, pt2pt.ErrTag) {
 		t.Errorf("bad tag: %v, want ErrTag", err)
 	}
 	if _, _, ok, _ := f.Transport(0).Iprobe(0, 0); ok {
@@ -40,8 +44,8 @@ func TestPostTrySend(t *testing.T) {
 	}
 
 	plain := pt2pt.NewEngine(inproc.NewFabric(1).Transport(0), pt2pt.Options{}).World()
-	if _, sent, err := plain.PostTrySend(pt2pt.HostMem(out), 0, 5); sent || err != nil {
-		t.Errorf("without an immediate send: sent %v, %v; want declined", sent, err)
+	if r, err := imm(plain, 5); r.Posted() || err != nil {
+		t.Errorf("without an immediate send: posted %v, %v; want declined", r.Posted(), err)
 	}
 }
 
@@ -73,19 +77,19 @@ func BenchmarkWindow(b *testing.B) {
 					reqs = append(reqs, r)
 				}
 				for j := 0; j < window; j++ {
-					var r pt2pt.Request
-					var sent bool
+					r := new(pt2pt.Request)
 					var err error
+					m := pt2pt.Msg{Mem: pt2pt.HostMem(sbuf), Peer: 0, Tag: 1}
 					if tc.imm {
-						r, sent, err = c.PostTrySend(pt2pt.HostMem(sbuf), 0, 1)
+						err = c.Post(pt2pt.Msg{Mem: m.Mem, Peer: 0, Tag: 1, Flags: pt2pt.Immediate}, r)
 					}
-					if !sent && err == nil {
-						r, err = c.PostIsend(pt2pt.HostMem(sbuf), 0, 1, false)
+					if !r.Posted() && err == nil {
+						err = c.Post(m, r)
 					}
 					if err != nil {
 						b.Fatal(err)
 					}
-					reqs = append(reqs, &r)
+					reqs = append(reqs, r)
 				}
 				for _, r := range reqs {
 					if _, err := r.Wait(); err != nil {
