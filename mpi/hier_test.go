@@ -103,6 +103,11 @@ func sameInts(what string, got, want []int64) error {
 // that the nonblocking and non-commutative ones did not.
 func scenarioHier(w *Comm) error {
 	want := os.Getenv(hierWantEnv) == "1"
+	if os.Getenv(childEnv) != "" {
+		// A real job: as if it spanned nodes (Init found this one), so only
+		// the node communicators may get a shared-memory segment.
+		oneNode = false
+	}
 	calls := func() int {
 		w.hier.mu.Lock()
 		defer w.hier.mu.Unlock()
@@ -116,6 +121,9 @@ func scenarioHier(w *Comm) error {
 	}
 	if ran := calls() > before; ran != want {
 		return fmt.Errorf("two-level calls ran: %v, want %v (mode %d)", ran, want, w.hier.mode.Load())
+	}
+	if err := hierSegments(w, want); err != nil {
+		return err
 	}
 	mid := calls()
 	if err := hierFlatOnes(w); err != nil {
@@ -426,4 +434,37 @@ func TestHierDeviceCollectivesFake(t *testing.T) {
 			})
 		})
 	}
+}
+
+// hierSegments checks, in a real job (oneNode false), that the node
+// communicators have their shared-memory segment and the leaders' none.
+func hierSegments(w *Comm, want bool) error {
+	if oneNode || !want {
+		return nil
+	}
+	h := &w.hier
+	if h.node.Size() > 1 && h.node.coll.shared == nil {
+		return fmt.Errorf("node communicator of %d ranks without a shared-memory segment", h.node.Size())
+	}
+	if h.leaders != nil && h.leaders.coll.shared != nil {
+		return fmt.Errorf("leaders communicator with a shared-memory segment across nodes")
+	}
+	return nil
+}
+
+// TestHierBadSetting: a malformed GOMPIX_HIER fails the collectives that
+// would run in two levels, on every rank, with ErrArg.
+func TestHierBadSetting(t *testing.T) {
+	useFakeNodes(t, "div:2", "sometimes", false)
+	runInProc(t, 4, func(w *Comm) error {
+		if err := w.Barrier(); !isClass(err, ErrArg) || !strings.Contains(err.Error(), "GOMPIX_HIER") {
+			return fmt.Errorf("barrier under GOMPIX_HIER=sometimes: %v, want ErrArg naming it", err)
+		}
+		got := make([]int64, 1)
+		req, err := w.Iallreduce(Slice([]int64{1}), Slice(got), Sum)
+		if err := wait(req, err); err != nil || got[0] != 4 {
+			return fmt.Errorf("nonblocking allreduce (flat): %v, %d", err, got[0])
+		}
+		return nil
+	})
 }
