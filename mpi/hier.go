@@ -39,11 +39,11 @@ var worldNode = func(worldRank int) int { return 0 }
 
 // The modes of a communicator's two-level collectives.
 const (
-	hierUnknown uint32 = iota // not resolved yet (first collective)
-	hierOff                   // flat
-	hierOn                    // two levels for the blocking calls that have them
-	hierBuilding              // flat while the levels are made (their collectives)
-	hierBad                   // GOMPIX_HIER is malformed: calls fail with it
+	hierUnknown  uint32 = iota // not resolved yet (first collective)
+	hierOff                    // flat
+	hierOn                     // two levels for the blocking calls that have them
+	hierBuilding               // flat while the levels are made (their collectives)
+	hierBad                    // GOMPIX_HIER is malformed: calls fail with it
 )
 
 // hierState is a communicator's two-level machinery.
