@@ -66,6 +66,9 @@ type hierState struct {
 // twoLevel reports whether a collective started as m runs through
 // coll/hier: a bool load on a communicator that never does.
 func (c *Comm) twoLevel(m call) bool {
+	if c == nil {
+		return false // start reports it
+	}
 	mode := c.hier.mode.Load()
 	if mode == hierOff {
 		return false

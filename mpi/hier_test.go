@@ -468,3 +468,15 @@ func TestHierBadSetting(t *testing.T) {
 		return nil
 	})
 }
+
+// TestHierNilComm: the two-level check at a collective's entry leaves a
+// nil communicator to the usual error.
+func TestHierNilComm(t *testing.T) {
+	var c *Comm
+	if err := c.Barrier(); err == nil {
+		t.Fatal("barrier on a nil communicator succeeded")
+	}
+	if err := c.Allreduce(Slice([]int64{1}), Slice([]int64{0}), Sum); err == nil {
+		t.Fatal("allreduce on a nil communicator succeeded")
+	}
+}

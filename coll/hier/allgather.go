@@ -22,6 +22,9 @@ func (h *Comm) Allgather(send, recv []byte, count int, t dtype.Type) error {
 		return nil
 	}
 	cb, p := count*t.Size(), h.Topo.Size()
+	if err := needPair("allgather", send, recv, cb, p*cb, 0); err != nil {
+		return err
+	}
 	in := send
 	if in == nil {
 		in = recv[h.Rank*cb : (h.Rank+1)*cb]

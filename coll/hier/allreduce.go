@@ -37,6 +37,9 @@ func (h *Comm) Allreduce(send, recv []byte, count int, t dtype.Type, op coll.Op)
 	if count == 0 {
 		return nil
 	}
+	if err := needPair("allreduce", send, recv, count*t.Size(), count*t.Size(), 0); err != nil {
+		return err
+	}
 	lop, avg := levelOp(op)
 	min := h.SplitMin
 	if min <= 0 {

@@ -31,6 +31,9 @@ func (h *Comm) Alltoall(send, recv []byte, count int, t dtype.Type) error {
 		return nil
 	}
 	cb, p := count*t.Size(), h.Topo.Size()
+	if err := needPair("alltoall", send, recv, p*cb, p*cb, 0); err != nil {
+		return err
+	}
 	in := send
 	if in == nil {
 		in = recv[:p*cb]

@@ -19,6 +19,9 @@ func (h *Comm) Bcast(buf []byte, count int, t dtype.Type, root int) error {
 	if count == 0 {
 		return nil
 	}
+	if err := need("bcast", "the", buf, count*t.Size()); err != nil {
+		return err
+	}
 	rootNode, me := h.Topo.nodeOf[root], h.node()
 	if me == rootNode && h.nodeSize() > 1 {
 		if err := h.Node.Bcast(buf, count, t, h.Topo.local[root]); err != nil {

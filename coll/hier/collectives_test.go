@@ -269,3 +269,25 @@ func TestTopo(t *testing.T) {
 		t.Error("a layout of no ranks accepted")
 	}
 }
+
+// TestShortBuffers: a buffer shorter than the call needs is an ErrBuffer
+// before anything moves (every rank passes one here, so none waits).
+func TestShortBuffers(t *testing.T) {
+	sum := coll.Builtin(dtype.Sum)
+	run(t, func(r *rank) error {
+		short, full := make([]byte, 8), make([]byte, 8*2*r.p)
+		for name, call := range map[string]func() error{
+			"bcast":          func() error { return r.h.Bcast(short, 2, dtype.Int64, 0) },
+			"reduce":         func() error { return r.h.Reduce(nil, short, 2, dtype.Int64, sum, r.h.Rank) },
+			"allreduce":      func() error { return r.h.Allreduce(full, short, 2, dtype.Int64, sum) },
+			"allgather":      func() error { return r.h.Allgather(short, short, 1, dtype.Int64) },
+			"alltoall":       func() error { return r.h.Alltoall(nil, short, 1, dtype.Int64) },
+			"reduce_scatter": func() error { return r.h.ReduceScatterBlock(nil, short, 1, dtype.Int64, sum) },
+		} {
+			if err := call(); !errors.Is(err, coll.ErrBuffer) {
+				return fmt.Errorf("%s with a short buffer: %v, want ErrBuffer", name, err)
+			}
+		}
+		return nil
+	})
+}

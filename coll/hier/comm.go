@@ -125,3 +125,26 @@ func (h *Comm) copy(dst, src []byte) error {
 	}
 	return h.Mem.Copy(dst, src)
 }
+
+// need refuses a buffer shorter than n bytes, as coll's calls do, before
+// anything is sliced or sent; a nil buffer (in place) passes.
+func need(what, which string, buf []byte, n int) error {
+	if buf != nil && len(buf) < n {
+		return fmt.Errorf("hier: %s: %s buffer has %d bytes, the call needs %d: %w", what, which, len(buf), n, coll.ErrBuffer)
+	}
+	return nil
+}
+
+// needPair is need for a send and a receive buffer, where a nil send
+// (in place) makes recv hold the input of inN bytes.
+func needPair(what string, send, recv []byte, sendN, recvN, inN int) error {
+	if send == nil {
+		recvN = max(recvN, inN)
+	} else if err := need(what, "send", send, sendN); err != nil {
+		return err
+	}
+	if recv == nil && recvN > 0 {
+		return fmt.Errorf("hier: %s: no receive buffer: %w", what, coll.ErrBuffer)
+	}
+	return need(what, "receive", recv, recvN)
+}

@@ -24,6 +24,13 @@ func (h *Comm) Reduce(send, recv []byte, count int, t dtype.Type, op coll.Op, ro
 	lop, avg := levelOp(op)
 	n := count * t.Size()
 	rootNode, isRoot := h.Topo.nodeOf[root], h.Rank == root
+	if isRoot {
+		if err := needPair("reduce", send, recv, n, n, n); err != nil {
+			return err
+		}
+	} else if err := needPair("reduce", send, empty, n, 0, 0); err != nil {
+		return err
+	}
 	part, err := h.nodePartial(send, recv, count, t, lop, isRoot)
 	if err != nil {
 		return err

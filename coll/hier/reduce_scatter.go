@@ -37,6 +37,9 @@ func (h *Comm) ReduceScatter(send, recv []byte, counts []int, t dtype.Type, op c
 	}
 	lop, avg := levelOp(op)
 	esz := t.Size()
+	if err := needPair("reduce_scatter", send, recv, total*esz, counts[h.Rank]*esz, total*esz); err != nil {
+		return err
+	}
 	in := send
 	if in == nil {
 		in = recv[:total*esz]
