@@ -480,3 +480,29 @@ func TestHierNilComm(t *testing.T) {
 		t.Fatal("allreduce on a nil communicator succeeded")
 	}
 }
+
+// TestHierDeviceCollectivesGPU runs the device collective suite as a real
+// 3-rank job on GPUs through two levels (ranks 0 and 1 on one fake node,
+// whose node level may use the IPC-direct engine; rank 2 alone on the
+// other), device results compared with host ones.
+func TestHierDeviceCollectivesGPU(t *testing.T) {
+	needGPU(t)
+	runJobEnv(t, []string{fakeNodesEnv + "=div:2", "GOMPIX_HIER=auto"}, "hier_gpu_coll", 3)
+}
+
+func init() {
+	scenarios["hier_gpu_coll"] = func(w *Comm) error {
+		for _, count := range []int{0, 1, 31, 1000, 70000} {
+			if err := collSuite[float32](w, count, false, Sum, false); err != nil {
+				return err
+			}
+		}
+		if err := collSuite[float32](w, 1<<20, true, Sum, false); err != nil {
+			return err
+		}
+		if w.hier.calls == 0 {
+			return fmt.Errorf("no two-level calls")
+		}
+		return nil
+	}
+}
