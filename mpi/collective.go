@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/gompix/gompix/coll"
+	"github.com/gompix/gompix/coll/hier"
 	"github.com/gompix/gompix/internal/dtype"
 	"github.com/gompix/gompix/internal/shm"
 	"github.com/gompix/gompix/pt2pt"
@@ -533,6 +534,9 @@ func (c *Comm) Ibarrier() (*Request, error) {
 }
 
 func (c *Comm) ibarrier(m call) (*Request, error) {
+	if c.twoLevel(m) {
+		return nil, c.hierRun("barrier", -1, func(h *hier.Comm) error { return h.Barrier() })
+	}
 	return c.start(m, "barrier", -1, func(s *coll.State, cc coll.Call) (coll.Request, error) { return s.Barrier(cc) })
 }
 
@@ -560,6 +564,9 @@ func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
 	// One buffer: its device is the call's (callDevice can find no
 	// mixture), -1 for host memory.
 	n, t, ord := is[0].n, is[0].t, is[0].dev
+	if c.twoLevel(m) && root >= 0 && root < c.Size() {
+		return nil, c.hierRun("bcast", ord, func(h *hier.Comm) error { return h.Bcast(b, n, t, root) })
+	}
 	return c.start(m, "bcast", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.Bcast(cc, b, n, t, root)
 	})
@@ -627,6 +634,9 @@ func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, er
 	if err != nil {
 		return nil, err
 	}
+	if c.twoLevel(m) && hier.Commutative(op.c) && root >= 0 && root < c.Size() {
+		return nil, c.hierRun("reduce", ord, func(h *hier.Comm) error { return h.Reduce(sb, rb, n, t, op.c, root) })
+	}
 	return c.start(m, "reduce", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.Reduce(cc, sb, rb, n, t, op.c, root)
 	})
@@ -653,6 +663,9 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 	sb, rb, n, t, ord, err := reduceArgs("allreduce", send, recv, true)
 	if err != nil {
 		return nil, err
+	}
+	if c.twoLevel(m) && hier.Commutative(op.c) {
+		return nil, c.hierRun("allreduce", ord, func(h *hier.Comm) error { return h.Allreduce(sb, rb, n, t, op.c) })
 	}
 	return c.start(m, "allreduce", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.Allreduce(cc, sb, rb, n, t, op.c)
@@ -740,6 +753,9 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 	} else if send.Len() != p*n {
 		return nil, countErr("reduce_scatter_block", "send buffer of %d elements, want %d ranks × %d", send.Len(), p, n)
 	}
+	if c.twoLevel(m) && hier.Commutative(op.c) {
+		return nil, c.hierRun("reduce_scatter_block", ord, func(h *hier.Comm) error { return h.ReduceScatterBlock(sb, rb, n, t, op.c) })
+	}
 	return c.start(m, "reduce_scatter_block", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.ReduceScatterBlock(cc, sb, rb, n, t, op.c)
 	})
@@ -765,6 +781,9 @@ func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*
 	if err != nil {
 		return nil, err
 	}
+	if c.twoLevel(m) && hier.Commutative(op.c) && len(counts) == c.Size() {
+		return nil, c.hierRun("reduce_scatter", ord, func(h *hier.Comm) error { return h.ReduceScatter(sb, rb, counts, t, op.c) })
+	}
 	return c.start(m, "reduce_scatter", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.ReduceScatter(cc, sb, rb, counts, t, op.c)
 	})
@@ -789,6 +808,9 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 	sb, rb, n, t, ord, err := c.gatherArgs("allgather", send, recv, true)
 	if err != nil {
 		return nil, err
+	}
+	if c.twoLevel(m) {
+		return nil, c.hierRun("allgather", ord, func(h *hier.Comm) error { return h.Allgather(sb, rb, n, t) })
 	}
 	return c.start(m, "allgather", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.Allgather(cc, sb, rb, n, t)
@@ -991,6 +1013,9 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 		return nil, countErr("alltoall", "send buffer of %d and receive buffer of %d elements for %d ranks", send.Len(), n, p)
 	}
 	n /= p
+	if c.twoLevel(m) && hier.UseAlltoall(n*t.Size()) {
+		return nil, c.hierRun("alltoall", ord, func(h *hier.Comm) error { return h.Alltoall(sb, rb, n, t) })
+	}
 	return c.start(m, "alltoall", ord, func(s *coll.State, cc coll.Call) (coll.Request, error) {
 		return s.Alltoall(cc, sb, rb, n, t)
 	})

@@ -21,6 +21,7 @@ type Comm struct {
 	// call's last message, is a plain store (package lock says why).
 	collMu lock.Lock
 	coll   collState
+	hier   hierState // two-level collectives (hier.go)
 	// nodeID is the index of this process's node (for SplitType).
 	nodeID int
 

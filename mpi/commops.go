@@ -150,6 +150,9 @@ func (c *Comm) Free() error {
 	if err := c.directBarrier(); err != nil {
 		return &Error{Op: "comm free", Class: ErrOther, Err: err}
 	}
+	if err := c.freeHier(); err != nil {
+		return &Error{Op: "comm free", Class: ErrOther, Err: err}
+	}
 	if !c.pending.deferRelease() {
 		if err := c.releaseColl(); err != nil {
 			return &Error{Op: "comm free", Class: ErrOther, Err: err}

@@ -145,7 +145,7 @@ func (c *Comm) useSpace(st *coll.State, ord int, block bool) error {
 func (c *Comm) setupDirect(st *coll.State, ds *devSpace) error {
 	ds.directTried = true
 	direct, err := gpucoll.NewDirect(gpucoll.DirectConfig{Host: collComm{c.pc}, Device: ds.dev,
-		SameNode: oneNode, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs,
+		SameNode: oneNode || c.hier.nodeLocal, Tag: st.ReserveTag(), SharedDevices: directOnSharedGPUs,
 		OnSharedGPU: func() {
 			if c.Rank() == 0 {
 				warnSharedGPU()

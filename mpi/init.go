@@ -180,6 +180,10 @@ func start() (*state, error) {
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = job.Node
 	oneNode = job.OneNode()
+	// Set before the world's first collective, which decides two-level or
+	// flat for good.
+	nodes := job.Nodes
+	worldNode = func(r int) int { return nodes[r] }
 	nodeOversubscribed = oversubscribed
 	if underLauncher && env.Size > 1 {
 		// Binding is gompirun's contract; other launchers bind ranks themselves.

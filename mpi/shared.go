@@ -123,7 +123,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	if err != nil {
 		return err
 	}
-	if slot <= 0 || p < 2 || !oneNode {
+	if slot <= 0 || p < 2 || !(oneNode || c.hier.nodeLocal) {
 		return nil
 	}
 	cmaMin, err := cfgShmCMAMin.Get()

@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"stream":          {"coll", "pt2pt", "internal/cudadrv", "kernels", "internal/dtype", "internal/config", "internal/spin"},
 	"coll":            {"pt2pt", "kernels", "internal/dtype", "internal/config", "internal/shm", "coll"},
 	"coll/gpu":        {"coll", "kernels", "internal/cudadrv", "internal/dtype", "internal/config", "internal/spin"},
+	"coll/hier":       {"coll", "internal/dtype"},
 	"pt2pt":           {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":    {"pt2pt"},
 	"pt2pt/gpu":       {"pt2pt", "internal/cudadrv", "internal/config"},
