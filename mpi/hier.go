@@ -276,11 +276,15 @@ func (l hierLevel) Bcast(buf []byte, count int, t dtype.Type, root int) error {
 }
 
 func (l hierLevel) Reduce(send, recv []byte, count int, t dtype.Type, op coll.Op, root int) error {
-	return l.run("reduce", func(s *coll.State, cc coll.Call) (coll.Request, error) { return s.Reduce(cc, send, recv, count, t, op, root) })
+	return l.run("reduce", func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Reduce(cc, send, recv, count, t, op, root)
+	})
 }
 
 func (l hierLevel) Allreduce(send, recv []byte, count int, t dtype.Type, op coll.Op) error {
-	return l.run("allreduce", func(s *coll.State, cc coll.Call) (coll.Request, error) { return s.Allreduce(cc, send, recv, count, t, op) })
+	return l.run("allreduce", func(s *coll.State, cc coll.Call) (coll.Request, error) {
+		return s.Allreduce(cc, send, recv, count, t, op)
+	})
 }
 
 func (l hierLevel) ReduceScatter(send, recv []byte, counts []int, t dtype.Type, op coll.Op) error {
