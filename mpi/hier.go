@@ -30,7 +30,7 @@ import (
 // flat too (two levels combine in node order, not rank order).
 
 var cfgHier = config.NewString("GOMPIX_HIER", "auto",
-	"two-level (node, then leaders) blocking collectives: auto uses them on communicators that span nodes with more than one rank on some node; on uses them on every communicator of more than one rank, one node included (for tests); off runs every collective flat. Every rank must have the same value")
+	"two-level (node, then leaders) blocking collectives: auto uses them on communicators that span nodes with at least 4 ranks on some node; on uses them on every communicator of more than one rank, one node included (for tests); off runs every collective flat. Every rank must have the same value")
 
 // worldNode is the node of each world rank: Init sets it from the node
 // table (bootstrap's facts); before Init every rank is on node 0.
@@ -83,7 +83,7 @@ func (c *Comm) resolveHier() uint32 {
 	mode := hierOff
 	switch s := cfgHier.Get(); s {
 	case "auto", "":
-		if c.Size() > 1 && c.hierTopo().TwoLevel() {
+		if c.Size() > 1 && c.hierTopo().Worthwhile() {
 			mode = hierOn
 		}
 	case "on":

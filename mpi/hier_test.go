@@ -369,7 +369,8 @@ func hierFlatOnes(w *Comm) error {
 }
 
 // TestHierCollectives runs the scenario on goroutine ranks: two ranks a
-// node (the last node short on 5), nodes interleaved, GOMPIX_HIER=on on one
+// node (the last node short on 5) and nodes interleaved, forced; four a
+// node under auto (two levels) and two a node under auto (flat); on on one
 // node, and off.
 func TestHierCollectives(t *testing.T) {
 	for _, c := range []struct {
@@ -377,8 +378,10 @@ func TestHierCollectives(t *testing.T) {
 		want        bool
 		sizes       []int
 	}{
-		{"div:2", "auto", true, []int{4, 5, 6}},
-		{"mod:2", "auto", true, []int{5}},
+		{"div:2", "on", true, []int{4, 5, 6}},
+		{"mod:2", "on", true, []int{5}},
+		{"div:4", "auto", true, []int{8}},
+		{"div:2", "auto", false, []int{4}},
 		{"div:9", "on", true, []int{3}},
 		{"div:9", "auto", false, []int{3}},
 		{"div:2", "off", false, []int{4}},
@@ -402,7 +405,7 @@ func TestHierCollectivesUCX(t *testing.T) {
 		n     int
 	}{{"div:2", 4}, {"mod:2", 5}, {"div:2", 6}} {
 		t.Run(fmt.Sprintf("%s/np%d", c.nodes, c.n), func(t *testing.T) {
-			runJobEnv(t, []string{fakeNodesEnv + "=" + c.nodes, "GOMPIX_HIER=auto", hierWantEnv + "=1"}, "hier_coll", c.n)
+			runJobEnv(t, []string{fakeNodesEnv + "=" + c.nodes, "GOMPIX_HIER=on", hierWantEnv + "=1"}, "hier_coll", c.n)
 		})
 	}
 }
@@ -417,7 +420,7 @@ func TestHierDeviceCollectivesFake(t *testing.T) {
 			useFake(t, fake.Options{Devices: 2, TotalMem: 4 << 30, Kernels: kernels.HostKernel}, wireup.NoGPU)
 			directOnSharedGPUs = true // the fake's kernels are goroutines: no time slicing
 			defer func() { directOnSharedGPUs = false }()
-			useFakeNodes(t, "div:2", "auto", true)
+			useFakeNodes(t, "div:2", "on", true)
 			runInProcGPU(t, n, gpupath.ModeAuto, func(w *Comm) error {
 				for _, count := range []int{0, 1, 31, 1000} {
 					if err := collSuite[float32](w, count, false, Sum, false); err != nil {
@@ -487,7 +490,7 @@ func TestHierNilComm(t *testing.T) {
 // other), device results compared with host ones.
 func TestHierDeviceCollectivesGPU(t *testing.T) {
 	needGPU(t)
-	runJobEnv(t, []string{fakeNodesEnv + "=div:2", "GOMPIX_HIER=auto"}, "hier_gpu_coll", 3)
+	runJobEnv(t, []string{fakeNodesEnv + "=div:2", "GOMPIX_HIER=on"}, "hier_gpu_coll", 3)
 }
 
 func init() {

@@ -254,6 +254,19 @@ func TestTopo(t *testing.T) {
 	if topo.Nodes() != 3 || !topo.TwoLevel() || topo.Uniform() {
 		t.Fatalf("nodes %d two-level %v uniform %v", topo.Nodes(), topo.TwoLevel(), topo.Uniform())
 	}
+	// Three ranks at most a node: two levels possible, not worthwhile.
+	if topo.Worthwhile() {
+		t.Error("Worthwhile with at most 3 ranks a node")
+	}
+	for _, c := range []struct {
+		nodes []int
+		want  bool
+	}{{[]int{0, 0, 0, 0, 1}, true}, {[]int{0, 0, 0, 0}, false}, {[]int{0, 1, 0, 1, 0, 1, 0, 1}, true}, {[]int{0, 0, 1, 1}, false}} {
+		tp, _ := hier.NewTopo(c.nodes)
+		if tp.Worthwhile() != c.want {
+			t.Errorf("Worthwhile(%v) = %v, want %v", c.nodes, !c.want, c.want)
+		}
+	}
 	if m := fmt.Sprint(topo.Members(0), topo.Members(1), topo.Members(2)); m != "[0 2 5] [1 4] [3]" {
 		t.Errorf("members %s", m)
 	}

@@ -65,3 +65,26 @@ func (t *Topo) Uniform() bool { return t.uniform }
 // TwoLevel reports whether two levels can gain anything: more than one
 // node, and more than one rank on some node.
 func (t *Topo) TwoLevel() bool { return t.Nodes() > 1 && t.Nodes() < t.Size() }
+
+// MinRanksPerNode is the fewest ranks on some node for which Worthwhile
+// takes two levels. With few ranks a node, a flat algorithm's rounds within
+// the node cost what the node level's do, and the two levels add their
+// sequential steps: on the rig at 2 nodes x 2 ranks, allreduce took 88 µs
+// flat against 376 µs in two levels at 8 B, 352 against 752 at 64 KiB
+// (2026-12-02, scripts/rig/compare.sh's layout). From 4 a node, the model
+// has two levels send fewer messages across the network per node.
+const MinRanksPerNode = 4
+
+// Worthwhile reports whether GOMPIX_HIER=auto takes two levels: TwoLevel,
+// with at least MinRanksPerNode ranks on some node.
+func (t *Topo) Worthwhile() bool {
+	if !t.TwoLevel() {
+		return false
+	}
+	for _, m := range t.members {
+		if len(m) >= MinRanksPerNode {
+			return true
+		}
+	}
+	return false
+}
