@@ -204,19 +204,21 @@ func TestUnreachableNode(t *testing.T) {
 	waitNoLeftovers(t, marker, 2*time.Second)
 }
 
-// TestSlurmLaunches: srun --mpi=pmi2 starts a gompix program that joins
-// through PMI-2, and gompirun inside salloc takes its hosts from the
+// TestSlurmLaunches: srun --mpi=pmi2 and --mpi=pmix start a gompix program
+// that joins through PMI-2 or PMIx, and gompirun inside salloc takes its hosts from the
 // allocation and starts its agents with srun.
 func TestSlurmLaunches(t *testing.T) {
 	r := UpSlurm(t, 2)
 	bin := gompixBins(t)
-	res := r.SlurmRun("srun", "-N", "2", "-n", "4", "--mpi=pmi2", filepath.Join(bin, "hello"))
-	for _, want := range []string{"rank 0 of 4 on node1", "rank 1 of 4 on node1", "rank 2 of 4 on node2", "rank 3 of 4 on node2"} {
-		if res.Code != 0 || !strings.Contains(res.Stdout, want) {
-			t.Errorf("srun --mpi=pmi2 hello: exit %d, output lacks %q:\n%s%s", res.Code, want, res.Stdout, res.Stderr)
+	for _, mpi := range []string{"pmi2", "pmix"} {
+		res := r.SlurmRun("srun", "-N", "2", "-n", "4", "--mpi="+mpi, filepath.Join(bin, "hello"))
+		for _, want := range []string{"rank 0 of 4 on node1", "rank 1 of 4 on node1", "rank 2 of 4 on node2", "rank 3 of 4 on node2"} {
+			if res.Code != 0 || !strings.Contains(res.Stdout, want) {
+				t.Errorf("srun --mpi=%s hello: exit %d, output lacks %q:\n%s%s", mpi, res.Code, want, res.Stdout, res.Stderr)
+			}
 		}
 	}
-	res = r.SlurmRun("salloc", "-N", "2", "--ntasks-per-node=2", filepath.Join(bin, "gompirun"), filepath.Join(bin, "ring"), "-laps", "20")
+	res := r.SlurmRun("salloc", "-N", "2", "--ntasks-per-node=2", filepath.Join(bin, "gompirun"), filepath.Join(bin, "ring"), "-laps", "20")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "around 4 ranks") {
 		t.Errorf("salloc -N 2 gompirun ring: exit %d:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}

@@ -95,12 +95,15 @@ start_holder() {
 	die "holder for $name did not start"
 }
 
-# node_fs gives a holder its hostname, a fresh /dev/shm and the rig's hosts.
+# node_fs gives a holder its hostname, a fresh /dev/shm and /var/tmp (a
+# host's own scratch: Slurm's PMIx plugin keeps per-step directories there),
+# and the rig's hosts. /tmp stays shared, so files put there reach every node.
 node_fs() {
 	local pid=$1 name=$2
 	nsenter -t "$pid" -u hostname "$name"
 	nsenter -t "$pid" -m sh -c '
 		mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm &&
+		mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /var/tmp &&
 		mount --bind "$1" /etc/hosts' rig "$STATE/hosts"
 }
 

@@ -98,6 +98,9 @@ write_conf() {
 		done
 		echo "PartitionName=rig Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP"
 	} >"$CONF"
+	# The PMIx plugin's per-step directories, on each node's own /var/tmp
+	# (under /tmp, shared by the nodes, two nodes' steps collide).
+	echo "PMIxCliTmpDirBase=/var/tmp" >"$(dirname "$CONF")/mpi.conf"
 	: >"$S/etc/plugstack.conf"
 }
 
