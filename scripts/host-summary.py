@@ -3,7 +3,8 @@
 
 Each input line is "round <r> <what> <size> gompix <µs> <peer> <µs> ...";
 for every (what, size) it prints gompix's median, each peer's median, the
-ratio gompix/peer and how many rounds gompix was the faster of the two.
+ratio gompix/peer and how many rounds gompix won (scripts/rig/compare.sh's
+lines too: its launch is seconds, its bw MB/s).
 """
 import collections
 import statistics
@@ -29,8 +30,8 @@ for line in open(sys.argv[1]):
 
 def order(k):
     what, size = k
-    n = what.split("/")[1] if "/" in what else "0"
-    return (int(n), what, size)
+    n = what.split("/")[1] if "/" in what else ""
+    return (n, what, size)
 
 
 for k in sorted(runs, key=order):
@@ -40,7 +41,8 @@ for k in sorted(runs, key=order):
         o = runs[k].get(p)
         if not o or len(o) != len(g):
             continue
-        won = sum(1 for a, b in zip(g, o) if a < b)
+        # bw is MB/s (more is better); the rest are times.
+        won = sum(1 for a, b in zip(g, o) if (a > b if k[0] == "bw" else a < b))
         mo = statistics.median(o)
         out += f" | {p} {mo:8.2f} {statistics.median(g) / mo:5.2f}x won {won}/{len(g)}"
     print(out)
