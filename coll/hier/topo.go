@@ -69,10 +69,10 @@ func (t *Topo) TwoLevel() bool { return t.Nodes() > 1 && t.Nodes() < t.Size() }
 // MinRanksPerNode is the fewest ranks on some node for which Worthwhile
 // takes two levels. With few ranks a node, a flat algorithm's rounds within
 // the node cost what the node level's do, and the two levels add their
-// sequential steps: on the rig at 2 nodes x 2 ranks, allreduce took 88 µs
-// flat against 376 µs in two levels at 8 B, 352 against 752 at 64 KiB
-// (2026-12-02, scripts/rig/compare.sh's layout). From 4 a node, the model
-// has two levels send fewer messages across the network per node.
+// sequential steps: on the rig at 2 nodes x 2 ranks, allreduce took 71-79
+// µs flat against 356-365 µs in two levels at 8 B, 318-342 against 642-709
+// at 64 KiB (2026-12-02, docs/performance.md "Across nodes"). From 4 a
+// node, the model has two levels send fewer messages across the network.
 const MinRanksPerNode = 4
 
 // Worthwhile reports whether GOMPIX_HIER=auto takes two levels: TwoLevel,
