@@ -812,9 +812,7 @@ func TestReallocSameAddress(t *testing.T) {
 			}
 		}
 		if k.r == 1 {
-			k.mv.mu.Lock()
-			open := len(k.mv.cache.m)
-			k.mv.mu.Unlock()
+			open := k.mv.cache.Len()
 			if open > 2 {
 				return fmt.Errorf("%d mappings cached, beyond the bound of 2", open)
 			}

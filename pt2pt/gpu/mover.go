@@ -70,10 +70,10 @@ type Mover struct {
 	ucxDev bool
 	pol    rndv.Policy
 
-	// mu guards devs and cache (and each devState's marks and events).
+	// mu guards devs (and each devState's marks and events).
 	mu      sync.Mutex
 	devs    map[int]*devState
-	cache   ipcCache
+	cache   *cudadrv.IPCCache // peers' allocations mapped for IPC pulls
 	staging stagingPool
 	seen    sync.Map // [2]int{peer, path}: logged
 }
@@ -99,7 +99,7 @@ func NewMover(inner pt2pt.Transport, cfg Config) *Mover {
 		mv.ucxDev = d.DeviceMemory()
 	}
 	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, mv.ucxDev) < math.MaxInt, Forced: cfg.Mode != ModeAuto}
-	mv.cache.limit = cfg.CacheSize
+	mv.cache = cudadrv.NewIPCCache(cfg.CacheSize)
 	mv.staging.limit = cfg.StagingCache
 	return mv
 }
@@ -332,8 +332,8 @@ func (mv *Mover) Poll(c *rndv.Copy) (bool, error) {
 	if !done {
 		return false, nil
 	}
-	if m, ok := c.Hold.(*mapping); ok {
-		mv.cache.release(m)
+	if m, ok := c.Hold.(*cudadrv.IPCMapping); ok {
+		mv.cache.Release(m)
 	}
 	*c = rndv.Copy{}
 	return true, err
@@ -359,13 +359,14 @@ func (mv *Mover) Pull(dst pt2pt.Mem, src int, r rndv.Region, n int) (rndv.Copy, 
 	if dst.Kind == pt2pt.Device {
 		ordinal = dst.Device
 	}
-	var m *mapping
+	var m *cudadrv.IPCMapping
+	reg := cudadrv.IPCRegion{Handle: r.Handle, BufferID: r.BufferID, Base: r.Base, Size: r.AllocSize}
 	c, err := mv.copyOn(ordinal, func(ds *devState) error {
 		var err error
-		if m, err = mv.cache.acquire(ds.dev, src, &r); err != nil {
+		if m, err = mv.cache.Acquire(ds.dev, src, reg); err != nil {
 			return err
 		}
-		from := m.ptr + cudadrv.DevicePtr(r.Offset)
+		from := m.Ptr + cudadrv.DevicePtr(r.Offset)
 		if dst.Kind == pt2pt.Device {
 			err = ds.dev.MemcpyDtoDAsync(devPtr(dst.Ptr), from, n, ds.stream)
 		} else {
@@ -375,9 +376,7 @@ func (mv *Mover) Pull(dst pt2pt.Mem, src int, r rndv.Region, n int) (rndv.Copy, 
 	})
 	if err != nil {
 		if m != nil {
-			mv.mu.Lock()
-			mv.cache.release(m)
-			mv.mu.Unlock()
+			mv.cache.Release(m)
 		}
 		return rndv.Copy{}, err
 	}
@@ -391,7 +390,7 @@ func (mv *Mover) Pull(dst pt2pt.Mem, src int, r rndv.Region, n int) (rndv.Copy, 
 func (mv *Mover) Close() {
 	mv.mu.Lock()
 	defer mv.mu.Unlock()
-	mv.cache.closeAll()
+	_ = mv.cache.Close() // best effort: closing the job, nobody to tell
 	for _, ds := range mv.devs {
 		ds.dev.StreamSynchronize(ds.stream)
 		for _, e := range ds.events {
