@@ -23,7 +23,8 @@ const (
 // Operation states. An op leaves stPosted when its transport operation
 // completes; whoever wins the CAS to stBusy finishes it (the owner's Done,
 // or Progress for an op released early). stCopy: a device copy is in
-// flight and the op is on Transport.active until its event completes.
+// flight and the op is on Transport.active until the mover's Poll says
+// it has finished.
 // stData: a rendezvous's data phase is under way, the op on
 // Transport.active: one data message (o.data) or a chunked pipe (o.pipe).
 const (
@@ -126,8 +127,8 @@ func (o *op) Done() bool {
 	return false
 }
 
-// needsLock: finishing o touches t's shared state (device streams, the
-// IPC cache, the active list): device receives and IPC messages, and an
+// needsLock: finishing o touches t's shared state (the active list, the
+// background list): device receives and IPC messages, and an
 // IPC send only when its ack asks for the data in chunks (ackStaged: its
 // pipe goes on the active list). o's transport operation is complete.
 func (o *op) needsLock() bool {

@@ -18,13 +18,13 @@ import (
 //
 // Each side keeps at most len(slots) chunks in flight (GOMPIX_STAGING_DEPTH).
 // A device side owns one pinned chunk buffer per slot: the sender copies
-// chunk i device-to-host into a free slot and sends it once the copy's
-// event has completed and chunks before it are on the wire; the receiver
+// chunk i device-to-host into a free slot and sends it once the copy has
+// completed and chunks before it are on the wire; the receiver
 // posts a receive per free slot and copies each landed chunk host-to-
-// device, freeing the slot for chunk i+depth when that copy's event has
+// device, freeing the slot for chunk i+depth when that copy has
 // completed. A host side needs no buffers: it sends from, or receives
 // into, the caller's memory at the chunk's offset. Progress drives the
-// pipe and only polls events and transport operations.
+// pipe and only polls the mover's copies and transport operations.
 //
 // Errors: a sender that cannot copy or send a chunk after the
 // clear-to-send sends one empty message as its next chunk, which no

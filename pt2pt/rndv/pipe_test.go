@@ -1,6 +1,8 @@
 package rndv
 
 import (
+	"bytes"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -130,4 +132,43 @@ func (w *wire) completeAll(got *[]byte) {
 		o.done.Store(true)
 	}
 	w.sent = nil
+}
+
+// TestMoverStaged: the protocol with a mover of its own (memMover: device
+// memory is ordinary memory) carries device buffers on the staged route,
+// every kind pair, eager below the threshold and by pipelined rendezvous
+// from it, and gives every pinned buffer back.
+func TestMoverStaged(t *testing.T) {
+	sizes := []int{0, 1, descSize, hostRndv - 1, hostRndv, 5000, 3*5000 + 7}
+	for name, kk := range map[string][2]pt2pt.MemKind{"HD": {pt2pt.Host, pt2pt.Device}, "DH": {pt2pt.Device, pt2pt.Host}, "DD": {pt2pt.Device, pt2pt.Device}} {
+		t.Run(name, func(t *testing.T) {
+			mv := &memMover{}
+			runHost(t, 2, Config{Threshold: hostRndv, Chunk: 5000, Depth: 2, Mover: mv}, func(k *hostRank) error {
+				for i, n := range sizes {
+					if k.r == 0 {
+						m := pt2pt.HostMem(pattern(i, n))
+						m.Kind = kk[0]
+						if err := k.c.Send(m, 1, i, false); err != nil {
+							return err
+						}
+						continue
+					}
+					got := make([]byte, n+16)
+					m := pt2pt.HostMem(got)
+					m.Kind = kk[1]
+					st, err := k.c.Recv(m, 0, i)
+					if err != nil {
+						return err
+					}
+					if st.Bytes != n || !bytes.Equal(got[:n], pattern(i, n)) {
+						return fmt.Errorf("%d B: %+v, data wrong", n, st)
+					}
+				}
+				return nil
+			})
+			if used := mv.pinned.Load(); used != 0 {
+				t.Errorf("%d B of pinned memory not given back", used)
+			}
+		})
+	}
 }

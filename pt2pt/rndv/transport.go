@@ -204,7 +204,7 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 // messages (host memory below the rendezvous threshold) straight to the
 // wrapped transport, so a peer's messages keep their order; device memory
 // and longer host messages are declined, and take Isend. Without it every
-// host send on a machine with a GPU driver would pay for a request and a pin.
+// host send would pay for a request and a pin.
 func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if t.imm == nil || m.Kind == pt2pt.Device || m.Len >= t.rndv {
 		return nil, false, nil
@@ -378,8 +378,8 @@ func (t *Transport) SchedulerNeutral() bool {
 
 // TryRecv receives a short host message inside one call of the wrapped
 // transport when it is there or arrives within that transport's short poll
-// (pt2pt.ImmediateReceiver). Without it every blocking host receive on a
-// machine with a GPU driver would pay for a pin, a request and an op record.
+// (pt2pt.ImmediateReceiver). Without it every blocking host receive would
+// pay for a pin, a request and an op record.
 //
 // It matches what Irecv matches, data and descriptors alike, so a sender's
 // messages keep their order. A descriptor (a device sender's IPC or
