@@ -58,27 +58,36 @@ type op struct {
 	small    *small // ack (IPC send), clear-to-send (rendezvous), bounce (short host receive), stashed descriptor
 	saved    *small // host receive: the bytes a short IPC message must leave intact
 
-	inActive bool   // on t.active; guarded by t.mu
-	pidx     int    // index in t.posted, -1 when not there; guarded by t.mu
-	tracked  bool   // posted on t.posted (set before it is shared)
-	driven   bool   // on t.active from the start: only Progress finishes it
-	cp       Copy   // the device copy in stCopy
-	pull     bool   // the copy pulls an IPC message: ack it when done
-	ackTo    int    // IPC receive: the sender to ack; rendezvous send: the receiver
-	ackID    uint32 // the exchange id
-	fallback bool   // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
+	inActive bool    // on t.active; guarded by t.mu
+	pidx     int     // index in t.posted, -1 when not there; guarded by t.mu
+	tracked  bool    // posted on t.posted (set before it is shared)
+	driven   bool    // on t.active from the start: only Progress finishes it
+	cp       Copy    // the device copy in stCopy
+	pull     bool    // the copy pulls an IPC message: ack it when done
+	ackTo    int     // IPC receive: the sender to ack; rendezvous send: the receiver
+	ackID    uint32  // the exchange id
+	fallback bool    // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
+	ridx     int     // index in t.recvs, -1 when not there; guarded by t.mu
+	shared   bool    // host receive whose buffer another outstanding one shares (shared.go)
+	bb       *bounce // a shared receive's private landing
 }
 
 var opPool = sync.Pool{New: func() any { return new(op) }}
 
 func (t *Transport) newOp(k opKind) *op {
 	o := opPool.Get().(*op)
-	o.t, o.kind, o.pidx = t, k, -1
+	o.t, o.kind, o.pidx, o.ridx = t, k, -1, -1
 	return o
 }
 
 // putOp recycles o once it is done and released.
 func (t *Transport) putOp(o *op) {
+	if o.ridx >= 0 { // a receive that failed to post
+		t.mu.Lock()
+		t.unregisterRecvLocked(o)
+		t.mu.Unlock()
+	}
+	t.bounces.put(o.bb)
 	t.smalls.put(o.small)
 	t.smalls.put(o.saved)
 	t.unpin(o.stage)
@@ -92,6 +101,7 @@ func (t *Transport) putOp(o *op) {
 	o.user, o.landing, o.res, o.cp, o.pull = pt2pt.Mem{}, nil, pt2pt.Result{}, Copy{}, false
 	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
 	o.ackTo, o.ackID, o.fallback = 0, 0, false
+	o.shared, o.bb = false, nil
 	o.state.Store(stPosted)
 	o.flags.Store(0)
 	opPool.Put(o)
@@ -174,10 +184,12 @@ func (o *op) markDone() {
 // finish ends o with o.res. The caller then calls markDone (advance does
 // for ops on the active list).
 func (t *Transport) finish(o *op) {
+	t.unregisterRecvLocked(o) // a registered receive holds t.mu here
+	t.bounces.put(o.bb)
 	t.smalls.put(o.small)
 	t.smalls.put(o.saved)
 	t.unpin(o.stage)
-	o.small, o.saved, o.stage = nil, nil, Pinned{}
+	o.small, o.saved, o.stage, o.bb = nil, nil, Pinned{}, nil
 	if o.kind == kindRTSSend {
 		t.nrts.Add(-1)
 	}
@@ -332,11 +344,13 @@ func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
 			t.copyingLocked(o, c)
 			return
 		}
+	case o.bb != nil: // a shared receive's landing
+		n := min(r.Len, o.user.Len, len(o.bb.b))
+		t.copyInLocked(o.user.Ptr, o.bb.b[:n])
+		o.res.Truncated = r.Truncated || r.Len > o.user.Len
 	case o.small != nil: // bounce of a short host receive
 		n := min(r.Len, o.user.Len, descSize)
-		if n > 0 {
-			copy(unsafe.Slice((*byte)(o.user.Ptr), n), o.small.b[:n])
-		}
+		t.copyInLocked(o.user.Ptr, o.small.b[:n])
 		if r.Len > o.user.Len {
 			o.res.Truncated = true
 		}
@@ -365,7 +379,8 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 	o.res = pt2pt.Result{Tag: tag, Len: d.size}
 	// The data no longer needs the landing area: give back staging now.
 	t.unpin(o.stage)
-	o.stage = Pinned{}
+	t.bounces.put(o.bb)
+	o.stage, o.bb = Pinned{}, nil
 	if err != nil {
 		o.res.Err = err
 		t.finish(o)
@@ -393,6 +408,12 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 	if d.size == 0 {
 		t.sendAckLocked(d.src, d.ack, ackOK)
 		t.finish(o)
+		return
+	}
+	if o.shared && o.user.Kind != pt2pt.Device {
+		// A pull would write the shared memory behind the protocol's
+		// back: take the data in private chunks instead.
+		t.stagedFallbackLocked(o, &d, errSharedPull)
 		return
 	}
 	err = errNoMover
@@ -447,7 +468,7 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 	tag := pt2pt.InternalTag(d.src, d.ack|dataBit)
 	status := ackOK
 	var err error
-	if o.user.Kind != pt2pt.Device && d.hostSrc {
+	if o.user.Kind != pt2pt.Device && d.hostSrc && !o.shared {
 		status = ackWhole
 		o.data, err = t.inner.Irecv(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}, tag, pt2pt.InternalMask)
 	} else {
@@ -471,6 +492,9 @@ func (t *Transport) startRecvPipeLocked(o *op, d *descriptor, tag uint64, chunk 
 	var err error
 	if o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, chunk); err != nil {
 		return err
+	}
+	if o.shared && o.user.Kind != pt2pt.Device {
+		t.bouncePipe(o.pipe)
 	}
 	t.pumpLocked(o.pipe)
 	return o.pipe.err

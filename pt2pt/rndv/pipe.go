@@ -23,7 +23,9 @@ import (
 // posts a receive per free slot and copies each landed chunk host-to-
 // device, freeing the slot for chunk i+depth when that copy has
 // completed. A host side needs no buffers: it sends from, or receives
-// into, the caller's memory at the chunk's offset. Progress drives the
+// into, the caller's memory at the chunk's offset (a receive whose buffer
+// another outstanding receive shares takes its chunks in private buffers
+// and copies them in, shared.go). Progress drives the
 // pipe and only polls the mover's copies and transport operations.
 //
 // Errors: a sender that cannot copy or send a chunk after the
@@ -68,6 +70,7 @@ type slot struct {
 	state slotState
 	chunk int
 	st    Pinned
+	bb    *bounce // a shared host receive's private chunk buffer (shared.go)
 	cp    Copy
 	op    pt2pt.Op
 }
@@ -106,15 +109,29 @@ func (t *Transport) newPipe(send bool, peer int, tag uint64, m pt2pt.Mem, size, 
 func (t *Transport) releasePipe(p *pipe) {
 	for i := range p.slots {
 		t.unpin(p.slots[i].st)
-		p.slots[i].st = Pinned{}
+		t.bounces.put(p.slots[i].bb)
+		p.slots[i].st, p.slots[i].bb = Pinned{}, nil
+	}
+}
+
+// bouncePipe gives p, a host receiving pipe that has posted nothing yet,
+// private chunk buffers: its chunks are copied into the caller's memory
+// as they land (a shared receive, shared.go).
+func (t *Transport) bouncePipe(p *pipe) {
+	for i := range p.slots {
+		p.slots[i].bb = t.bounces.get(min(p.chunk, p.size))
 	}
 }
 
 func (p *pipe) chunkLen(i int) int { return min(p.chunk, p.size-i*p.chunk) }
 
-// hostMem is where chunk s.chunk is in host memory: the slot's buffer, or
-// the caller's host buffer at the chunk's offset.
+// hostMem is where chunk s.chunk is in host memory: the slot's buffer
+// (pinned, or a shared receive's bounce), or the caller's host buffer at
+// the chunk's offset.
 func (p *pipe) hostMem(s *slot) pt2pt.Mem {
+	if s.bb != nil {
+		return pt2pt.Mem{Ptr: s.bb.ptr(), Len: p.chunkLen(s.chunk)}
+	}
 	if p.host != nil {
 		return pt2pt.Mem{Ptr: unsafe.Add(p.host, s.chunk*p.chunk), Len: p.chunkLen(s.chunk)}
 	}
@@ -241,6 +258,9 @@ func (t *Transport) landedLocked(p *pipe, s *slot, r pt2pt.Result) {
 		return
 	}
 	if p.host != nil || p.drop {
+		if s.bb != nil && !p.drop {
+			t.copyInLocked(unsafe.Add(p.host, s.chunk*p.chunk), s.bb.b[:want])
+		}
 		p.landed++
 		return
 	}

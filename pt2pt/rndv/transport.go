@@ -50,7 +50,7 @@ type Transport struct {
 	landing     *[descSize]byte
 	landingBusy atomic.Bool
 
-	// mu guards posted, active, bg and stash.
+	// mu guards posted, active, bg, stash and recvs.
 	mu sync.Mutex
 	// posted are the receives that may get a descriptor, still waiting
 	// for their transport operation: Progress finishes them even when
@@ -63,6 +63,11 @@ type Transport struct {
 	nrts    atomic.Int32 // rendezvous sends not finished
 	stash   []stashed
 	nstash  atomic.Int32
+	// recvs are the outstanding host receives, whose buffers a new
+	// receive must not share its landing with (shared.go).
+	recvs   []*op
+	nrecvs  atomic.Int32
+	bounces bouncePool
 
 	smalls  smallPool
 	nextAck atomic.Uint32
@@ -392,6 +397,10 @@ func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool
 	if t.ir == nil || m.Kind == pt2pt.Device || t.nstash.Load() > 0 {
 		return pt2pt.Received{}, false, nil
 	}
+	if t.descs && t.overlapsRecv(m) {
+		// A descriptor must not land where another receive writes.
+		return pt2pt.Received{}, false, nil
+	}
 	mask &^= pt2pt.DescriptorBit
 	tag &= mask
 	if !t.descs {
@@ -481,8 +490,8 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 			if s.small == nil {
 				return t.stashedPlain(m, s), nil
 			}
-			o := t.newOp(kindRecv)
-			o.user, o.small, o.landing = m, s.small, s.small.mem(descSize)
+			o := t.newRecv(m)
+			o.small, o.landing = s.small, s.small.mem(descSize)
 			o.inner = doneOp{pt2pt.Result{Tag: s.tag, Len: descSize}}
 			return o, nil
 		}
@@ -492,8 +501,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		// itself: nothing to add.
 		return t.post(m, tag, mask, blocking)
 	}
-	o := t.newOp(kindRecv)
-	o.user = m
+	o := t.newRecv(m)
 	var err error
 	switch {
 	case m.Kind == pt2pt.Device:
@@ -508,6 +516,12 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		}
 		o.stageLen, o.landing = n, o.stage.Ptr
 		o.inner, err = t.post(pt2pt.Mem{Ptr: o.stage.Ptr, Len: n}, tag, mask, blocking)
+	case o.shared:
+		// Another outstanding receive writes this memory: land apart.
+		n := max(descSize, min(m.Len, t.rndv-1))
+		o.bb = t.bounces.get(n)
+		o.landing = o.bb.ptr()
+		o.inner, err = t.post(pt2pt.Mem{Ptr: o.landing, Len: n}, tag, mask, blocking)
 	case m.Len < descSize:
 		o.small = t.smalls.get()
 		o.landing = o.small.mem(descSize)
@@ -535,6 +549,19 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		t.mu.Unlock()
 	}
 	return o, nil
+}
+
+// newRecv is a receive op into m, registered among the outstanding
+// receives when m is host memory that descriptors could land in.
+func (t *Transport) newRecv(m pt2pt.Mem) *op {
+	o := t.newOp(kindRecv)
+	o.user = m
+	if t.descs && m.Kind != pt2pt.Device && m.Len > 0 {
+		t.mu.Lock()
+		o.shared = t.registerRecvLocked(o)
+		t.mu.Unlock()
+	}
+	return o
 }
 
 // unpostLocked takes o off the posted list. t.mu held.
@@ -579,7 +606,9 @@ func (t *Transport) stashedPlain(m pt2pt.Mem, s stashed) *op {
 				t.mv.Staged("receive: a staged message from the sender's path", n)
 			}
 		} else {
-			copy(unsafe.Slice((*byte)(m.Ptr), n), s.data[:n])
+			t.mu.Lock()
+			t.copyInLocked(m.Ptr, s.data[:n])
+			t.mu.Unlock()
 		}
 	}
 	o.state.Store(stDone)
@@ -834,6 +863,7 @@ func (t *Transport) Close() error {
 		t.mv.Close()
 	}
 	t.smalls.drain()
+	t.bounces.drain()
 	return err
 }
 
