@@ -52,6 +52,13 @@ type hostRank struct {
 // protocol without a mover over in-process transports.
 func runHost(t *testing.T, n int, cfg Config, body func(k *hostRank) error) []*hostRank {
 	t.Helper()
+	return runHostWithin(t, n, cfg, 2*time.Minute, body)
+}
+
+// runHostWithin is runHost failing the test when the job has not ended
+// within limit.
+func runHostWithin(t *testing.T, n int, cfg Config, limit time.Duration, body func(k *hostRank) error) []*hostRank {
+	t.Helper()
 	f := inproc.NewFabric(n)
 	var ranks []*hostRank
 	for r := 0; r < n; r++ {
@@ -79,7 +86,7 @@ func runHost(t *testing.T, n int, cfg Config, body func(k *hostRank) error) []*h
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(limit):
 		for len(errc) > 0 {
 			t.Error(<-errc)
 		}
