@@ -410,7 +410,7 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 		t.finish(o)
 		return
 	}
-	if o.shared && o.user.Kind != pt2pt.Device {
+	if o.shared && o.user.Kind != pt2pt.Device && !t.rescueLocked(o.user.Ptr, d.size) {
 		// A pull would write the shared memory behind the protocol's
 		// back: take the data in private chunks instead.
 		t.stagedFallbackLocked(o, &d, errSharedPull)
@@ -468,7 +468,7 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 	tag := pt2pt.InternalTag(d.src, d.ack|dataBit)
 	status := ackOK
 	var err error
-	if o.user.Kind != pt2pt.Device && d.hostSrc && !o.shared {
+	if o.user.Kind != pt2pt.Device && d.hostSrc && (!o.shared || t.rescueLocked(o.user.Ptr, d.size)) {
 		status = ackWhole
 		o.data, err = t.inner.Irecv(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}, tag, pt2pt.InternalMask)
 	} else {
@@ -493,7 +493,7 @@ func (t *Transport) startRecvPipeLocked(o *op, d *descriptor, tag uint64, chunk 
 	if o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, chunk); err != nil {
 		return err
 	}
-	if o.shared && o.user.Kind != pt2pt.Device {
+	if o.shared && o.user.Kind != pt2pt.Device && !t.rescueLocked(o.user.Ptr, d.size) {
 		t.bouncePipe(o.pipe)
 	}
 	t.pumpLocked(o.pipe)

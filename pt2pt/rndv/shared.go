@@ -148,13 +148,23 @@ func (t *Transport) unregisterRecvLocked(o *op) {
 
 // rescueLocked copies out of the caller's memory [p, p+n) every
 // descriptor that an unshared receive has landed there and nobody has
-// decoded yet, before the decorator writes into that memory. t.mu held.
-func (t *Transport) rescueLocked(p unsafe.Pointer, n int) {
+// decoded yet, before the decorator writes into that memory. It reports
+// whether the memory is settled: no unshared receive into it is still
+// waiting for its message (which could be a descriptor, landing at any
+// time), so that a shared receive may have the transport or the mover
+// write its data there (its rendezvous data whole, an IPC pull). t.mu
+// held.
+func (t *Transport) rescueLocked(p unsafe.Pointer, n int) bool {
+	settled := true
 	for _, o := range t.posted {
 		if o.landing != o.user.Ptr || o.user.Kind == pt2pt.Device || !overlaps(p, n, o.user.Ptr, o.user.Len) {
 			continue
 		}
-		if !o.inner.Done() || o.inner.Result().Tag&pt2pt.DescriptorBit == 0 {
+		if !o.inner.Done() {
+			settled = false
+			continue
+		}
+		if o.inner.Result().Tag&pt2pt.DescriptorBit == 0 {
 			continue
 		}
 		s := t.smalls.get()
@@ -162,6 +172,7 @@ func (t *Transport) rescueLocked(p unsafe.Pointer, n int) {
 		t.smalls.put(o.small)
 		o.small, o.landing = s, s.mem(descSize)
 	}
+	return settled
 }
 
 // copyInLocked writes src into the caller's memory at dst, rescuing
