@@ -57,6 +57,13 @@
 // run on every rank of the job with the same threshold: a bare transport
 // would neither answer a rendezvous nor respect the landing bound.
 //
+// Receives whose host buffers overlap (a window of receives into one
+// buffer, as OSU's bandwidth tests post) must not land descriptors where
+// another receive writes: a receive posted into memory an outstanding
+// receive uses lands in a private bounce buffer, and the decorator copies
+// its bytes in, after copying out any descriptor an earlier receive left
+// there undecoded (shared.go).
+//
 // Receives mask the descriptor bit out, so data and descriptors from one
 // sender match in one order; a receive whose buffer is smaller than a
 // descriptor goes through a bounce buffer, and a host receive large enough
