@@ -2,6 +2,7 @@ package rndv
 
 import (
 	"errors"
+	"math/bits"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -35,32 +36,33 @@ type bounce struct {
 
 func (b *bounce) ptr() unsafe.Pointer { return unsafe.Pointer(&b.b[0]) }
 
-// bouncePool recycles bounces; every pinned bounce it made stays in all
-// until unpinned, so none is collected pinned (a Pinner collected while it
-// pins panics the process).
+// bouncePool recycles bounces by power-of-two size class, keeping at most
+// maxIdleBounce bytes idle; every pinned bounce it made stays in all until
+// unpinned, so none is collected pinned (a Pinner collected while it pins
+// panics the process).
 type bouncePool struct {
 	mu     sync.Mutex
-	free   []*bounce
+	free   map[int][]*bounce // by size class
+	idle   int
 	all    map[*bounce]struct{}
 	closed bool
 }
 
-const maxFreeBounce = 64
+const maxIdleBounce = 64 << 20
 
 // get returns a pinned bounce of at least n bytes.
 func (p *bouncePool) get(n int) *bounce {
+	c := 1 << bits.Len(uint(max(n, descSize)-1))
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, b := range p.free {
-		if len(b.b) >= n {
-			last := len(p.free) - 1
-			p.free[i] = p.free[last]
-			p.free[last] = nil
-			p.free = p.free[:last]
-			return b
-		}
+	if l := p.free[c]; len(l) > 0 {
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		p.free[c] = l[:len(l)-1]
+		p.idle -= c
+		return b
 	}
-	b := &bounce{b: make([]byte, n)}
+	b := &bounce{b: make([]byte, c)}
 	b.pin.Pin(&b.b[0])
 	if p.all == nil {
 		p.all = map[*bounce]struct{}{}
@@ -74,10 +76,15 @@ func (p *bouncePool) put(b *bounce) {
 	if b == nil {
 		return
 	}
+	c := len(b.b)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.closed && len(p.free) < maxFreeBounce {
-		p.free = append(p.free, b)
+	if !p.closed && p.idle+c <= maxIdleBounce {
+		if p.free == nil {
+			p.free = map[int][]*bounce{}
+		}
+		p.free[c] = append(p.free[c], b)
+		p.idle += c
 		return
 	}
 	delete(p.all, b)
@@ -92,7 +99,7 @@ func (p *bouncePool) drain() {
 	for b := range p.all {
 		b.pin.Unpin()
 	}
-	p.free, p.all, p.closed = nil, nil, true
+	p.free, p.all, p.idle, p.closed = nil, nil, 0, true
 }
 
 // overlaps reports whether [a, a+na) and [b, b+nb) intersect.
