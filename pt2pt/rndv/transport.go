@@ -501,7 +501,42 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		// itself: nothing to add.
 		return t.post(m, tag, mask, blocking)
 	}
-	o := t.newRecv(m)
+	o := t.newOp(kindRecv)
+	o.user = m
+	// A host receive is registered, posted and listed in one critical
+	// section, so that a receive sharing its memory always finds it, with
+	// any descriptor it has landed (shared.go).
+	host := t.descs && m.Kind != pt2pt.Device && m.Len > 0
+	if host {
+		t.mu.Lock()
+		o.shared = t.registerRecvLocked(o)
+	}
+	if err := t.postRecv(o, tag, mask, blocking); err != nil {
+		if host {
+			t.unregisterRecvLocked(o)
+			t.mu.Unlock()
+		}
+		t.putOp(o)
+		return nil, err
+	}
+	if t.descs {
+		if !host {
+			t.mu.Lock()
+		}
+		o.tracked = true
+		o.pidx = len(t.posted)
+		t.posted = append(t.posted, o)
+		t.nposted.Add(1)
+		t.mu.Unlock() // host implies t.descs
+	}
+	return o, nil
+}
+
+// postRecv posts o's transport receive where its message lands: pinned
+// staging for a device buffer, a bounce for a shared or short host
+// buffer, the caller's memory otherwise.
+func (t *Transport) postRecv(o *op, tag, mask uint64, blocking bool) error {
+	m := o.user
 	var err error
 	switch {
 	case m.Kind == pt2pt.Device:
@@ -511,8 +546,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		// is bounded whatever the buffer's size.
 		n := max(descSize, min(m.Len, t.rndv-1))
 		if o.stage, err = t.mv.Pin(m.Device, n); err != nil {
-			t.putOp(o)
-			return nil, err
+			return err
 		}
 		o.stageLen, o.landing = n, o.stage.Ptr
 		o.inner, err = t.post(pt2pt.Mem{Ptr: o.stage.Ptr, Len: n}, tag, mask, blocking)
@@ -536,19 +570,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		o.landing = m.Ptr
 		o.inner, err = t.post(m, tag, mask, blocking)
 	}
-	if err != nil {
-		t.putOp(o)
-		return nil, err
-	}
-	if t.descs {
-		o.tracked = true
-		t.mu.Lock()
-		o.pidx = len(t.posted)
-		t.posted = append(t.posted, o)
-		t.nposted.Add(1)
-		t.mu.Unlock()
-	}
-	return o, nil
+	return err
 }
 
 // newRecv is a receive op into m, registered among the outstanding
