@@ -24,12 +24,12 @@ func init() {
 	}
 }
 
-// wrapEnv makes a test job's ranks put the GPU path decorator over UCX as
-// on a GPU machine (driverPresent), without a driver.
+// wrapEnv makes a test job's ranks give the protocol over UCX the GPU
+// mover as on a GPU machine (driverPresent), without a driver.
 const wrapEnv = "GOMPIX_TEST_GPU_DECORATOR"
 
 // TestP2PThroughGPUDecorator runs the host point-to-point suite over UCX
-// in real processes with the GPU path decorator in between (auto mode:
+// in real processes with the protocol and the GPU mover in between (auto mode:
 // receives tracked for descriptors, short ones through bounce buffers),
 // as every run on a GPU machine has it.
 func TestP2PThroughGPUDecorator(t *testing.T) {

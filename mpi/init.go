@@ -16,6 +16,7 @@ import (
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
+	"github.com/gompix/gompix/pt2pt/rndv"
 	"github.com/gompix/gompix/pt2pt/ucx"
 )
 
@@ -235,14 +236,14 @@ var driverPresent = func() bool {
 	return false
 }
 
-// wrapGPU puts the GPU path decorator (pt2pt/gpu) over t where a CUDA
-// driver may be present. The driver itself is opened only when a device
-// buffer (or an IPC message from a peer) first needs it, through the same
-// lazily opened driver as AllocDevice (gpuDevice), so host-only programs
-// never load it.
+// wrapGPU puts the point-to-point protocol (pt2pt/rndv) over t on every
+// machine, with the GPU mover (pt2pt/gpu) where a CUDA driver may be
+// present. The driver itself is opened only when a device buffer (or an
+// IPC message from a peer) first needs it, through the same lazily opened
+// driver as AllocDevice (gpuDevice), so host-only programs never load it.
 func wrapGPU(t pt2pt.Transport, cfg gpupath.Config) pt2pt.Transport {
 	if !driverPresent() {
-		return t
+		return rndv.New(t, cfg.Protocol())
 	}
 	return gpupath.New(t, cfg)
 }

@@ -5,9 +5,10 @@ package pt2pt
 //	bits 63..45  context id (19 bits): the communicator, and whether the
 //	             message belongs to point-to-point or to collectives
 //	bit  44      descriptor: the payload is not the message but a
-//	             transport-level descriptor of it (pt2pt/gpu's CUDA IPC
-//	             rendezvous); receives never match on it, so data and
-//	             descriptors from one sender stay in one order
+//	             transport-level descriptor of it (pt2pt/rndv's
+//	             rendezvous requests and CUDA IPC descriptors); receives
+//	             never match on it, so data and descriptors from one
+//	             sender stay in one order
 //	bits 43..24  source rank within the communicator (20 bits)
 //	bits 23..0   MPI tag (24 bits)
 //

@@ -40,7 +40,7 @@ type directReq struct {
 	pin      runtime.Pinner
 	peerSend []cudadrv.DevicePtr
 	peerRecv []cudadrv.DevicePtr
-	held     []*mapping
+	held     []*cudadrv.IPCMapping
 
 	// guarded by d.mu
 	enqueued bool
@@ -254,7 +254,7 @@ func (q *directReq) exchanged() (bool, error) {
 				return false, err
 			}
 			q.held = append(q.held, m)
-			*dst = m.base + cudadrv.DevicePtr(binary.LittleEndian.Uint64(e[64:]))
+			*dst = m.Ptr + cudadrv.DevicePtr(binary.LittleEndian.Uint64(e[64:]))
 		}
 	}
 	// In place: the contribution is in the receive buffer (an allgather's

@@ -5,7 +5,8 @@
 //
 // # Layer and imports
 //
-// Beside pt2pt/gpu, one layer above coll: it imports coll (the interfaces
+// Beside pt2pt/gpu (whose IPC mapping cache type, cudadrv.IPCCache, the
+// handle exchange shares), one layer above coll: it imports coll (the interfaces
 // it implements), kernels (the reduction kernels), internal/cudadrv and
 // internal/dtype. Package mpi builds a communicator's device Space from it;
 // nothing below imports it.

@@ -177,7 +177,7 @@ func TestHandleCache(t *testing.T) {
 			a.MemFree(p)
 		}
 	}()
-	held, err := func() (*mapping, error) {
+	held, err := func() (*cudadrv.IPCMapping, error) {
 		p, err := a.MemAlloc(4096)
 		if err != nil {
 			return nil, err
@@ -213,13 +213,13 @@ func TestHandleCache(t *testing.T) {
 		imp.release(m)
 		imp.release(again)
 	}
-	if n := len(imp.maps); n > maxMappings {
+	if n := imp.cache.Len(); n > maxMappings {
 		t.Fatalf("%d mappings open, bound %d", n, maxMappings)
 	}
-	if imp.maps[held.key] != held {
+	if !imp.cache.Holds(held) {
 		t.Fatal("a held mapping was evicted")
 	}
-	if err := b.MemcpyHtoD(held.base, make([]byte, 8)); err != nil {
+	if err := b.MemcpyHtoD(held.Ptr, make([]byte, 8)); err != nil {
 		t.Fatalf("held mapping unusable: %v", err)
 	}
 	imp.release(held)

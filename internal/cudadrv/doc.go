@@ -27,6 +27,13 @@
 // order; nothing orders two streams but events and flags). Close a Device only
 // when no call on it is in flight.
 //
+// IPC (ipcshare.go, ipccache.go): ExportIPC caches this process's handles;
+// OpenIPC and CloseIPC count the opens of each (device, handle), since a
+// context may open a handle only once; IPCCache is the one cache of peers'
+// mapped allocations, bounded and keyed by peer and buffer id, that
+// pt2pt/gpu's IPC path and coll/gpu's handle exchange each hold. It lives
+// here because this is the lowest layer both import.
+//
 // Cost: one Go→C transition per method
 // plus the driver's own cost; hot-path methods do not allocate.
 package cudadrv

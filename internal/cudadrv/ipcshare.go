@@ -12,11 +12,12 @@ import "sync"
 // Imports: CUDA lets a context open an IPC handle only once: a second
 // cuIpcOpenMemHandle of the same handle fails with
 // CUDA_ERROR_ALREADY_MAPPED until the first mapping is closed. gompix opens
-// peers' buffers from more than one place (the point-to-point IPC path and
-// the IPC-direct collectives keep separate caches with their own policies),
+// peers' buffers from more than one IPCCache (ipccache.go: the
+// point-to-point IPC path and the IPC-direct collectives each hold one),
 // so every open goes through OpenIPC, which counts the opens of each
 // (device, handle) and maps it once, and every close through CloseIPC, which
-// unmaps at the last close.
+// unmaps at the last close. This is driver bookkeeping, not a cache: a
+// mapping lives exactly as long as some IPCCache holds it.
 
 type ipcKey struct {
 	dev Device

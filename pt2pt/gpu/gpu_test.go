@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -16,14 +15,20 @@ import (
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/pt2pt/inproc"
+	"github.com/gompix/gompix/pt2pt/rndv"
 )
+
+// descSize is the protocol's descriptor size: sizes around it exercise the
+// landing of descriptors in short receives.
+const descSize = rndv.DescriptorSize
 
 // rank is one goroutine rank of an in-process job whose transports are
 // decorated, over a fake driver shared by the job (rank r on device r%2).
 type rank struct {
 	r   int
 	c   *pt2pt.Comm
-	tr  *Transport
+	tr  *rndv.Transport
+	mv  *Mover
 	dev cudadrv.Device
 }
 
@@ -151,9 +156,12 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 		if immediateInner {
 			inner = &immSender{Transport: inner}
 		}
-		tr := New(inner, c)
+		mv := NewMover(inner, c)
+		pc := c.Protocol()
+		pc.Mover = mv
+		tr := rndv.New(inner, pc)
 		e := pt2pt.NewEngine(tr, pt2pt.Options{SpinIterations: 16})
-		j.ranks = append(j.ranks, &rank{r: r, c: e.World(), tr: tr, dev: dev})
+		j.ranks = append(j.ranks, &rank{r: r, c: e.World(), tr: tr, mv: mv, dev: dev})
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, n)
@@ -182,9 +190,7 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 		t.Error(err)
 	}
 	for _, k := range j.ranks {
-		if k.tr.nwork.Load() > 0 {
-			k.tr.Progress()
-		}
+		k.tr.Progress()
 		k.tr.Close()
 	}
 	return j.ranks
@@ -417,7 +423,7 @@ func TestTrySendOrder(t *testing.T) {
 					if sent, err := k.c.TrySend(host.m, 1, 9); !sent || err != nil {
 						return fmt.Errorf("TrySend of 8 host bytes: sent %v, %v", sent, err)
 					}
-					if n := k.tr.inner.(*immSender).sent; n != 1 {
+					if n := k.tr.Inner().(*immSender).sent; n != 1 {
 						return fmt.Errorf("%d immediate sends through the wrapped transport, want 1", n)
 					}
 					_, err = r.Wait()
@@ -484,7 +490,7 @@ func tryRecvSender(t *testing.T, k *rank) error {
 }
 
 func tryRecvReceiver(t *testing.T, k *rank, mode Mode) error {
-	imm := k.tr.inner.(*immSender)
+	imm := k.tr.Inner().(*immSender)
 	// Host messages: received inside the call, whole.
 	for i, n := range []int{8, descSize + 8} {
 		b := k.alloc(t, pt2pt.Host, n)
@@ -527,7 +533,7 @@ func tryRecvReceiver(t *testing.T, k *rank, mode Mode) error {
 		b := k.alloc(t, pt2pt.Host, 4096)
 		var mt uint64
 		for found := false; !found; {
-			if mt, _, found, err = k.tr.inner.Iprobe(0, 0); err != nil {
+			if mt, _, found, err = k.tr.Inner().Iprobe(0, 0); err != nil {
 				return err
 			}
 		}
@@ -548,7 +554,7 @@ func tryRecvReceiver(t *testing.T, k *rank, mode Mode) error {
 			if got := b.all(); !bytes.Equal(got, bytes.Repeat([]byte{0xee}, 4096+guard)) {
 				return fmt.Errorf("device message %d B: TryRecv declined but changed the buffer", n)
 			}
-			if s := k.tr.nstash.Load(); s != 1 {
+			if s := k.tr.Stashed(); s != 1 {
 				return fmt.Errorf("device message %d B: %d stashed, want the descriptor", n, s)
 			}
 			if st, err = k.c.Recv(b.m, 0, tag); err != nil {
@@ -561,7 +567,7 @@ func tryRecvReceiver(t *testing.T, k *rank, mode Mode) error {
 		if err := b.check(3+i, n); err != nil {
 			return fmt.Errorf("device message %d B: %w", n, err)
 		}
-		if s := k.tr.nstash.Load(); s != 0 {
+		if s := k.tr.Stashed(); s != 0 {
 			return fmt.Errorf("stash left with %d entries", s)
 		}
 	}
@@ -806,9 +812,7 @@ func TestReallocSameAddress(t *testing.T) {
 			}
 		}
 		if k.r == 1 {
-			k.tr.mu.Lock()
-			open := len(k.tr.cache.m)
-			k.tr.mu.Unlock()
+			open := k.mv.cache.Len()
 			if open > 2 {
 				return fmt.Errorf("%d mappings cached, beyond the bound of 2", open)
 			}
@@ -1125,7 +1129,7 @@ func TestRendezvousWindow(t *testing.T) {
 						rb.free()
 						sends[i].free()
 					}
-					used, peak := k.tr.staging.inUse()
+					used, peak := k.mv.staging.inUse()
 					if used != 0 {
 						return fmt.Errorf("%d B of staging still handed out", used)
 					}
@@ -1207,24 +1211,6 @@ func TestRendezvousFreedRequests(t *testing.T) {
 		}
 		return k.c.Send(pt2pt.Mem{}, 0, 3, false)
 	})
-}
-
-func TestRndvFromEnv(t *testing.T) {
-	for _, c := range []struct {
-		env  string
-		want int
-		ok   bool
-	}{{"0", -1, true}, {"65536", 65536, true}, {"-3", 0, false}, {"x", 0, false}} {
-		t.Setenv("GOMPIX_RNDV_THRESHOLD", c.env)
-		got, err := FromEnv(Config{})
-		if (err == nil) != c.ok || (c.ok && got.RndvThreshold != c.want) {
-			t.Errorf("GOMPIX_RNDV_THRESHOLD=%s: %+v %v", c.env, got.RndvThreshold, err)
-		}
-	}
-	if rndvMin(ModeAuto, 0, false) != DefaultRndvThreshold || rndvMin(ModeAuto, 4096, true) != math.MaxInt ||
-		rndvMin(ModeStaged, 4096, true) != 4096 || rndvMin(ModeIPC, -1, false) != math.MaxInt {
-		t.Error("rndvMin")
-	}
 }
 
 // TestBadDeviceBufferGPU is TestBadDeviceBuffer against the real driver:
@@ -1382,7 +1368,7 @@ func TestIPCFallbackSenderFails(t *testing.T) {
 		}
 		b := k.alloc(t, pt2pt.Host, n)
 		defer b.free()
-		if _, err := k.c.Recv(b.m, 0, 7); !errors.Is(err, errSenderFailed) {
+		if _, err := k.c.Recv(b.m, 0, 7); !errors.Is(err, rndv.ErrSenderFailed) {
 			return fmt.Errorf("receive: %v, want the sender's failure", err)
 		}
 		return nil

@@ -30,7 +30,7 @@ type markState struct {
 	host    unsafe.Pointer
 	word    *uint32
 	wordDev cudadrv.DevicePtr
-	seq     uint32 // last issued; t.mu
+	seq     uint32 // last issued; Mover.mu
 }
 
 const (
@@ -92,8 +92,7 @@ func (ds *devState) markLocked() (mark, error) {
 // failed, with the error); once it has, m is spent.
 func (ds *devState) markDoneLocked(m *mark) (bool, error) {
 	if m.ev == 0 {
-		// Wrap-aware: the word only grows, modulo 2^32.
-		return int32(atomic.LoadUint32(ds.marks.word)-m.seq) >= 0, nil
+		return ds.seqDone(m.seq), nil
 	}
 	done, err := ds.dev.EventQuery(m.ev)
 	if !done && err == nil {
@@ -106,6 +105,13 @@ func (ds *devState) markDoneLocked(m *mark) (bool, error) {
 	}
 	m.ev = 0
 	return true, err
+}
+
+// seqDone reports whether the stream has written seq (or later) into the
+// word: one atomic load, safe without the mover's lock once a mark of
+// seq has been issued. Wrap-aware: the word only grows, modulo 2^32.
+func (ds *devState) seqDone(seq uint32) bool {
+	return int32(atomic.LoadUint32(ds.marks.word)-seq) >= 0
 }
 
 // closeMarks frees the word (after the stream is synchronised).

@@ -2,10 +2,8 @@ package gpu
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/pt2pt"
@@ -32,9 +30,9 @@ func TestMarks(t *testing.T) {
 								return fmt.Errorf("%d B: %w", n, err)
 							}
 						}
-						k.tr.mu.Lock()
-						defer k.tr.mu.Unlock()
-						for _, ds := range k.tr.devs {
+						k.mv.mu.Lock()
+						defer k.mv.mu.Unlock()
+						for _, ds := range k.mv.devs {
 							if ds.marks.mode == other {
 								return fmt.Errorf("marks mode %d, want %d", ds.marks.mode, want)
 							}
@@ -51,45 +49,5 @@ func TestMarks(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-// TestSmallPoolAbandoned: a small handed out and never given back is not
-// collected while pinned (the Pinner's finalizer would panic the process),
-// also after the pool is drained at Close; one given back after the drain
-// is unpinned and leaves the registry.
-func TestSmallPoolAbandoned(t *testing.T) {
-	count := func() int {
-		abandoned.mu.Lock()
-		defer abandoned.mu.Unlock()
-		return len(abandoned.m)
-	}
-	before := count()
-	var p smallPool
-	back := p.get()
-	for i := 0; i < 100; i++ {
-		p.get() // abandoned by its holder
-	}
-	p.drain()
-	if got := count() - before; got != 101 {
-		t.Fatalf("%d smalls registered as abandoned at drain, want 101", got)
-	}
-	for i := 0; i < 3; i++ {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond) // finalizers run on their own goroutine
-	}
-	p.put(back)
-	if got := count() - before; got != 100 {
-		t.Fatalf("after one came back: %d registered, want 100", got)
-	}
-	// One handed out after the drain (an operation finishing after Close)
-	// is registered too, and leaves when it comes back.
-	late := p.get()
-	if got := count() - before; got != 101 {
-		t.Fatalf("a small got after the drain: %d registered, want 101", got)
-	}
-	p.put(late)
-	if got := count() - before; got != 100 {
-		t.Fatalf("after the late one came back: %d registered, want 100", got)
 	}
 }

@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
-	"sync/atomic"
 	"testing"
-	"time"
-	"unsafe"
 
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/pt2pt"
+	"github.com/gompix/gompix/pt2pt/rndv"
 )
 
 // The pipelined staged rendezvous (pipe.go), with a small threshold and an
@@ -134,7 +131,7 @@ func TestPipelinedManyInFlight(t *testing.T) {
 					rb.free()
 					sbufs[i].free()
 				}
-				if used, _ := k.tr.staging.inUse(); used != 0 {
+				if used, _ := k.mv.staging.inUse(); used != 0 {
 					return fmt.Errorf("%d B of staging still handed out", used)
 				}
 				return nil
@@ -157,7 +154,7 @@ func TestPipelinedTruncation(t *testing.T) {
 						return err
 					}
 				}
-				if used, _ := k.tr.staging.inUse(); used != 0 {
+				if used, _ := k.mv.staging.inUse(); used != 0 {
 					return fmt.Errorf("%d B of staging still handed out", used)
 				}
 				return nil
@@ -202,7 +199,7 @@ func TestPipelinedPinnedBound(t *testing.T) {
 			}
 			b.free()
 		}
-		used, peak := k.tr.staging.inUse()
+		used, peak := k.mv.staging.inUse()
 		if used != 0 {
 			return fmt.Errorf("%d B of staging still handed out", used)
 		}
@@ -247,117 +244,12 @@ func TestPipelinedSenderFails(t *testing.T) {
 			b := k.alloc(t, pt2pt.Device, n)
 			_, err := k.c.Recv(b.m, 0, 4)
 			b.free()
-			if !errors.Is(err, errSenderFailed) {
-				return fmt.Errorf("receive from a failing sender: %v, want %v", err, errSenderFailed)
+			if !errors.Is(err, rndv.ErrSenderFailed) {
+				return fmt.Errorf("receive from a failing sender: %v, want %v", err, rndv.ErrSenderFailed)
 			}
 		}
 		return exchange(t, k, kinds["DD"], 3*pipeChunk, 9, "sendrecv")
 	})
-}
-
-// TestPipelinedOverlap: the sender copies chunk i+1 while chunk i is on
-// the wire. A receiver that holds back its chunk receives (its owner is
-// not progressing) shows it: the sender's depth slots all fill before any
-// chunk send completes.
-func TestPipelinedOverlap(t *testing.T) {
-	drv := fake.New(fake.Options{Devices: 1})
-	defer drv.Close()
-	dev, err := drv.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &Transport{cfg: Config{StagingDepth: 3}}
-	ds := &devState{dev: dev}
-	if ds.stream, err = dev.StreamCreate(); err != nil {
-		t.Fatal(err)
-	}
-	const n = 10 * 4096
-	p0, err := dev.MemAlloc(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.MemFree(p0)
-	src := pattern(3, n)
-	if err := dev.MemcpyHtoD(p0, src); err != nil {
-		t.Fatal(err)
-	}
-	w := &wire{}
-	tr.inner = w
-	p, err := tr.newPipe(true, 1, 77, pt2pt.Mem{Ptr: devicePointer(p0), Len: n, Kind: pt2pt.Device}, n, 4096, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Before the clear-to-send: copies only.
-	for deadline := time.Now().Add(10 * time.Second); !allReady(p) && time.Now().Before(deadline); {
-		tr.pumpLocked(p)
-		runtime.Gosched()
-	}
-	if !allReady(p) || len(w.sent) != 0 {
-		t.Fatalf("before the clear-to-send: slots %+v, %d sends", p.slots, len(w.sent))
-	}
-	p.cts = true
-	tr.pumpLocked(p)
-	if len(w.sent) != 3 || p.next != 3 {
-		t.Fatalf("after the clear-to-send: %d sends posted, %d chunks begun; want 3 and 3", len(w.sent), p.next)
-	}
-	var got []byte
-	for !p.finished() {
-		w.completeAll(&got)
-		tr.pumpLocked(p)
-		runtime.Gosched()
-	}
-	w.completeAll(&got)
-	if p.err != nil || string(got) != string(src) {
-		t.Fatalf("pipe: err %v, %d bytes, equal %v", p.err, len(got), string(got) == string(src))
-	}
-	tr.releasePipe(p)
-	for _, e := range ds.events {
-		dev.EventDestroy(e)
-	}
-	dev.StreamDestroy(ds.stream)
-	if used, _ := tr.staging.inUse(); used != 0 {
-		t.Fatalf("%d B still handed out", used)
-	}
-	tr.staging.drain()
-}
-
-func allReady(p *pipe) bool {
-	for _, s := range p.slots {
-		if s.state != slotReady {
-			return false
-		}
-	}
-	return true
-}
-
-// wire is a transport whose sends complete only when the test says so.
-type wire struct {
-	pt2pt.Transport
-	sent []*wireOp
-}
-
-type wireOp struct {
-	data []byte
-	done atomic.Bool
-}
-
-func (o *wireOp) Done() bool           { return o.done.Load() }
-func (o *wireOp) Result() pt2pt.Result { return pt2pt.Result{} }
-func (o *wireOp) Cancel()              {}
-func (o *wireOp) Release()             {}
-
-func (w *wire) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
-	o := &wireOp{data: append([]byte(nil), unsafe.Slice((*byte)(m.Ptr), m.Len)...)}
-	w.sent = append(w.sent, o)
-	return o, nil
-}
-
-func (w *wire) completeAll(got *[]byte) {
-	for _, o := range w.sent {
-		*got = append(*got, o.data...)
-		o.done.Store(true)
-	}
-	w.sent = nil
 }
 
 // TestStagedPipelineGPU is the pipelined staged path on the real driver:
@@ -385,13 +277,13 @@ func testStagedPipeline(t *testing.T, drv cudadrv.Driver, largest int) {
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{Mode: ModeStaged}
 			runRanks(t, drv, 2, cfg, func(k *rank) error {
-				for _, n := range []int{DefaultRndvThreshold, DefaultStagingChunk + 1, 3*DefaultStagingChunk + 7, largest} {
+				for _, n := range []int{rndv.DefaultThreshold, rndv.DefaultChunk + 1, 3*rndv.DefaultChunk + 7, largest} {
 					if err := exchange(t, k, kk, n, n%251, "sendrecv"); err != nil {
 						return fmt.Errorf("%d B: %w", n, err)
 					}
 				}
-				used, peak := k.tr.staging.inUse()
-				bound := int64(2 * DefaultStagingDepth * DefaultStagingChunk) // one message each way
+				used, peak := k.mv.staging.inUse()
+				bound := int64(2 * rndv.DefaultDepth * rndv.DefaultChunk) // one message each way
 				if used != 0 || peak > bound {
 					return fmt.Errorf("staging: %d B in use, peak %d B (bound %d)", used, peak, bound)
 				}
@@ -488,24 +380,6 @@ func TestProbeKeepsOrder(t *testing.T) {
 				return nil
 			})
 		})
-	}
-}
-
-func TestStagingFromEnv(t *testing.T) {
-	for _, c := range []struct {
-		chunk, depth string
-		ok           bool
-	}{{"65536", "3", true}, {"0", "2", false}, {"-1", "2", false}, {"4096", "0", false}, {"4096", "17", false}, {"x", "2", false}} {
-		t.Setenv("GOMPIX_STAGING_CHUNK", c.chunk)
-		t.Setenv("GOMPIX_STAGING_DEPTH", c.depth)
-		got, err := FromEnv(Config{})
-		if (err == nil) != c.ok || c.ok && (fmt.Sprint(got.StagingChunk) != c.chunk || fmt.Sprint(got.StagingDepth) != c.depth) {
-			t.Errorf("GOMPIX_STAGING_CHUNK=%s GOMPIX_STAGING_DEPTH=%s: %d %d %v", c.chunk, c.depth, got.StagingChunk, got.StagingDepth, err)
-		}
-	}
-	tr := New(nil, Config{})
-	if tr.cfg.StagingChunk != DefaultStagingChunk || tr.cfg.StagingDepth != DefaultStagingDepth {
-		t.Errorf("defaults: %+v", tr.cfg)
 	}
 }
 

@@ -1,11 +1,10 @@
-package gpu
+package rndv
 
 import (
 	"errors"
 	"fmt"
 	"unsafe"
 
-	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/pt2pt"
 )
 
@@ -19,13 +18,15 @@ import (
 //
 // Each side keeps at most len(slots) chunks in flight (GOMPIX_STAGING_DEPTH).
 // A device side owns one pinned chunk buffer per slot: the sender copies
-// chunk i device-to-host into a free slot and sends it once the copy's
-// event has completed and chunks before it are on the wire; the receiver
+// chunk i device-to-host into a free slot and sends it once the copy has
+// completed and chunks before it are on the wire; the receiver
 // posts a receive per free slot and copies each landed chunk host-to-
-// device, freeing the slot for chunk i+depth when that copy's event has
+// device, freeing the slot for chunk i+depth when that copy has
 // completed. A host side needs no buffers: it sends from, or receives
-// into, the caller's memory at the chunk's offset. Progress drives the
-// pipe and only polls events and transport operations.
+// into, the caller's memory at the chunk's offset (a receive whose buffer
+// another outstanding receive shares takes its chunks in private buffers
+// and copies them in, shared.go). Progress drives the
+// pipe and only polls the mover's copies and transport operations.
 //
 // Errors: a sender that cannot copy or send a chunk after the
 // clear-to-send sends one empty message as its next chunk, which no
@@ -42,9 +43,8 @@ type pipe struct {
 	size    int
 	chunk   int
 	nchunks int
-	host    unsafe.Pointer    // the caller's host buffer; nil for a device buffer
-	dev     cudadrv.DevicePtr // the caller's device buffer
-	ds      *devState         // the device buffer's device
+	host    unsafe.Pointer // the caller's host buffer; nil for a device buffer
+	dev     pt2pt.Mem      // the caller's device buffer
 	slots   []slot
 
 	next    int  // chunks begun: copies started (sender), receives posted (receiver)
@@ -69,27 +69,33 @@ const (
 type slot struct {
 	state slotState
 	chunk int
-	st    staging
-	mk    mark
+	st    Pinned
+	bb    *bounce // a shared host receive's private chunk buffer (shared.go)
+	cp    Copy
 	op    pt2pt.Op
 }
 
-var errSenderFailed = errors.New("gpu: the sender failed during the rendezvous (see its error)")
+// ErrSenderFailed is a rendezvous receive's error when the sender failed
+// mid-way through the data phase.
+var ErrSenderFailed = errors.New("rndv: the sender failed during the rendezvous (see its error)")
 
 // newPipe sets up either side of a chunked data phase for the caller's
 // buffer m (size bytes of it): pinned chunk buffers for a device buffer,
 // none for a host buffer.
-func (t *Transport) newPipe(send bool, peer int, tag uint64, m pt2pt.Mem, size, chunk int, ds *devState) (*pipe, error) {
+func (t *Transport) newPipe(send bool, peer int, tag uint64, m pt2pt.Mem, size, chunk int) (*pipe, error) {
 	p := &pipe{send: send, peer: peer, tag: tag, size: size, chunk: chunk,
 		nchunks: (size + chunk - 1) / chunk}
-	p.slots = make([]slot, min(t.cfg.StagingDepth, p.nchunks))
+	p.slots = make([]slot, min(t.cfg.Depth, p.nchunks))
 	if m.Kind != pt2pt.Device {
 		p.host = m.Ptr
 		return p, nil
 	}
-	p.dev, p.ds = devPtr(m.Ptr), ds
+	if t.mv == nil {
+		return nil, errNoMover
+	}
+	p.dev = m
 	for i := range p.slots {
-		st, err := t.staging.get(ds.dev, min(chunk, size))
+		st, err := t.mv.Pin(m.Device, min(chunk, size))
 		if err != nil {
 			t.releasePipe(p)
 			return nil, err
@@ -102,20 +108,41 @@ func (t *Transport) newPipe(send bool, peer int, tag uint64, m pt2pt.Mem, size, 
 // releasePipe gives back p's chunk buffers; nothing of p is in flight.
 func (t *Transport) releasePipe(p *pipe) {
 	for i := range p.slots {
-		t.staging.put(p.slots[i].st)
-		p.slots[i].st = staging{}
+		t.unpin(p.slots[i].st)
+		t.bounces.put(p.slots[i].bb)
+		p.slots[i].st, p.slots[i].bb = Pinned{}, nil
+	}
+}
+
+// bouncePipe gives p, a host receiving pipe that has posted nothing yet,
+// private chunk buffers: its chunks are copied into the caller's memory
+// as they land (a shared receive, shared.go).
+func (t *Transport) bouncePipe(p *pipe) {
+	for i := range p.slots {
+		p.slots[i].bb = t.bounces.get(min(p.chunk, p.size))
 	}
 }
 
 func (p *pipe) chunkLen(i int) int { return min(p.chunk, p.size-i*p.chunk) }
 
-// hostMem is where chunk s.chunk is in host memory: the slot's buffer, or
-// the caller's host buffer at the chunk's offset.
+// hostMem is where chunk s.chunk is in host memory: the slot's buffer
+// (pinned, or a shared receive's bounce), or the caller's host buffer at
+// the chunk's offset.
 func (p *pipe) hostMem(s *slot) pt2pt.Mem {
+	if s.bb != nil {
+		return pt2pt.Mem{Ptr: s.bb.ptr(), Len: p.chunkLen(s.chunk)}
+	}
 	if p.host != nil {
 		return pt2pt.Mem{Ptr: unsafe.Add(p.host, s.chunk*p.chunk), Len: p.chunkLen(s.chunk)}
 	}
-	return pt2pt.Mem{Ptr: s.st.p, Len: p.chunkLen(s.chunk)}
+	return pt2pt.Mem{Ptr: s.st.Ptr, Len: p.chunkLen(s.chunk)}
+}
+
+// devMem is chunk i of the caller's device buffer.
+func (p *pipe) devMem(i int) pt2pt.Mem {
+	m := p.dev
+	m.Ptr, m.Len = unsafe.Add(m.Ptr, i*p.chunk), p.chunkLen(i)
+	return m
 }
 
 func (p *pipe) busy() bool {
@@ -176,7 +203,7 @@ func (t *Transport) pollSlotsLocked(p *pipe) bool {
 		s := &p.slots[i]
 		switch s.state {
 		case slotCopy:
-			done, err := p.ds.markDoneLocked(&s.mk)
+			done, err := t.mv.Poll(&s.cp)
 			if !done {
 				continue
 			}
@@ -224,23 +251,23 @@ func (t *Transport) landedLocked(p *pipe, s *slot, r pt2pt.Result) {
 		t.abortRecvLocked(p, r.Err)
 		return
 	case r.Len == 0 && !r.Truncated:
-		t.abortRecvLocked(p, errSenderFailed)
+		t.abortRecvLocked(p, ErrSenderFailed)
 		return
 	case r.Truncated || r.Len != want:
-		t.abortRecvLocked(p, fmt.Errorf("gpu: rendezvous chunk %d has %d bytes, want %d (peers with different gompix versions?)", s.chunk, r.Len, want))
+		t.abortRecvLocked(p, fmt.Errorf("rndv: rendezvous chunk %d has %d bytes, want %d (peers with different gompix versions?)", s.chunk, r.Len, want))
 		return
 	}
 	if p.host != nil || p.drop {
+		if s.bb != nil && !p.drop {
+			t.copyInLocked(unsafe.Add(p.host, s.chunk*p.chunk), s.bb.b[:want])
+		}
 		p.landed++
 		return
 	}
-	dst := p.dev + cudadrv.DevicePtr(s.chunk*p.chunk)
-	err := p.ds.dev.MemcpyHtoDAsync(dst, s.st.p, want, p.ds.stream)
+	c, err := t.mv.ToDevice(p.devMem(s.chunk), s.st.Ptr)
 	if err == nil {
-		if s.mk, err = p.ds.markLocked(); err == nil {
-			s.state = slotCopy
-			return
-		}
+		s.cp, s.state = c, slotCopy
+		return
 	}
 	p.landed++
 	if p.err == nil {
@@ -300,16 +327,12 @@ func (t *Transport) startSendsLocked(p *pipe) bool {
 		}
 		s.chunk = p.next
 		if p.host == nil {
-			src := p.dev + cudadrv.DevicePtr(s.chunk*p.chunk)
-			err := p.ds.dev.MemcpyDtoHAsync(s.st.p, src, p.chunkLen(s.chunk), p.ds.stream)
-			if err == nil {
-				s.mk, err = p.ds.markLocked()
-			}
+			c, err := t.mv.ToHost(s.st.Ptr, p.devMem(s.chunk))
 			if err != nil {
 				p.fail(err)
 				break
 			}
-			s.state = slotCopy
+			s.cp, s.state = c, slotCopy
 		} else {
 			s.state = slotReady
 		}

@@ -1,69 +1,44 @@
-package gpu
+package rndv
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/pt2pt"
 )
 
 // Config configures a Transport.
 type Config struct {
-	// Device returns this process's Device of an ordinal, opening the
-	// driver on first use (mpi shares its lazily opened driver here). It is
-	// called only for device buffers and for IPC messages arriving in host
-	// buffers, so host-only traffic never opens the driver.
-	Device func(ordinal int) (cudadrv.Device, error)
-	// HostDevice is the device whose context pulls IPC messages into host
-	// buffers (mpi: the current device).
-	HostDevice func() (cudadrv.Device, error)
-	// SameNode reports whether a world rank shares this process's node
-	// (nil: every rank does, as with the local-only launcher).
-	SameNode func(worldRank int) bool
-
-	Mode         Mode // default ModeAuto
-	IPCThreshold int  // see GOMPIX_IPC_THRESHOLD
-	// RndvThreshold is GOMPIX_RNDV_THRESHOLD: plain messages (host
-	// buffers, staged device buffers) of at least this many bytes go by
-	// rendezvous (0: DefaultRndvThreshold; negative: never). Every rank of
-	// a job must use the same value: receivers size their landing buffers
-	// by it.
-	RndvThreshold int
-	// StagingChunk is GOMPIX_STAGING_CHUNK: the chunk size of a
-	// rendezvous's data phase when either side is a device buffer (0:
-	// DefaultStagingChunk). The sender's value travels in its request.
-	StagingChunk int
-	// StagingDepth is GOMPIX_STAGING_DEPTH: chunks of one message in
-	// flight on each side (0: DefaultStagingDepth).
-	StagingDepth int
-	// DebugPath logs each (peer, path) choice once, with its reason, to
-	// Log (default os.Stderr).
-	DebugPath bool
-	Log       io.Writer
-	// CacheSize bounds the idle IPC mappings kept open (default 64).
-	CacheSize int
-	// StagingCache bounds the idle pinned staging memory kept (default
-	// 4 GiB).
-	StagingCache int64
+	// Threshold is GOMPIX_RNDV_THRESHOLD: plain messages (host buffers,
+	// staged device buffers) of at least this many bytes go by rendezvous
+	// (0: DefaultThreshold; negative: never). Every rank of a job must
+	// use the same value: receivers size their landing buffers by it.
+	Threshold int
+	// Chunk is GOMPIX_STAGING_CHUNK: the chunk size of a rendezvous's
+	// data phase when either side is a device buffer (0: DefaultChunk).
+	// The sender's value travels in its request.
+	Chunk int
+	// Depth is GOMPIX_STAGING_DEPTH: chunks of one message in flight on
+	// each side (0: DefaultDepth).
+	Depth int
+	// Mover moves device buffers' bytes (pt2pt/gpu); nil: host memory
+	// only.
+	Mover Mover
 }
 
 // Transport is the decorator. See the package comment.
 type Transport struct {
 	inner    pt2pt.Transport
 	cfg      Config
-	ucxDev   bool
-	allLocal bool
-	ipcMin   int  // smallest message senders of this job send by IPC
+	mv       Mover
+	direct   bool // the wrapped transport moves device memory itself
 	rndv     int  // smallest plain message senders of this job send by rendezvous
-	descs    bool // descriptors may arrive (ipcMin or rndv < math.MaxInt)
+	descs    bool // descriptors may arrive (IPC, or rndv < math.MaxInt)
 	saveHost bool
 	fp       pt2pt.FocusedProgresser
 	imm      pt2pt.ImmediateSender // the wrapped transport's, or nil
@@ -75,36 +50,28 @@ type Transport struct {
 	landing     *[descSize]byte
 	landingBusy atomic.Bool
 
-	// mu guards posted, active, bg, stash, cache and devs.
+	// mu guards posted, active, bg, stash and recvs.
 	mu sync.Mutex
 	// posted are the receives that may get a descriptor, still waiting
 	// for their transport operation: Progress finishes them even when
 	// their owner does not look, because a sender waits for the ack.
 	posted  []*op
-	active  []*op // operations with device work or a released receive to finish
+	active  []*op // operations with device work, a data phase or a released receive to finish
 	bg      []bgItem
 	nwork   atomic.Int32 // len(active) + len(bg), read without mu
 	nposted atomic.Int32
 	nrts    atomic.Int32 // rendezvous sends not finished
 	stash   []stashed
 	nstash  atomic.Int32
-	cache   ipcCache
-	devs    map[int]*devState
+	// recvs are the outstanding host receives, whose buffers a new
+	// receive must not share its landing with (shared.go).
+	recvs   []*op
+	nrecvs  atomic.Int32
+	bounces bouncePool
 
 	smalls  smallPool
-	staging stagingPool
 	nextAck atomic.Uint32
-	seen    sync.Map // [2]int{peer, path}: logged
 	closed  atomic.Bool
-}
-
-// devState is what the transport keeps per device: one non-blocking
-// stream for its copies and a free list of events.
-type devState struct {
-	dev    cudadrv.Device
-	stream cudadrv.Stream
-	events []cudadrv.Event // free events (marks.go's fallback)
-	marks  markState
 }
 
 // bgItem is a transport op nobody waits for (a descriptor or ack send, a
@@ -112,7 +79,7 @@ type devState struct {
 type bgItem struct {
 	op    pt2pt.Op
 	small *small
-	stage staging
+	stage Pinned
 }
 
 // stashed is a message Iprobe took off the transport: a descriptor, to
@@ -138,142 +105,102 @@ var (
 
 // New wraps inner.
 func New(inner pt2pt.Transport, cfg Config) *Transport {
-	if cfg.Mode == "" {
-		cfg.Mode = ModeAuto
+	if cfg.Chunk <= 0 {
+		cfg.Chunk = DefaultChunk
 	}
-	if cfg.CacheSize <= 0 {
-		cfg.CacheSize = 64
+	if cfg.Depth <= 0 {
+		cfg.Depth = DefaultDepth
 	}
-	if cfg.StagingCache <= 0 {
-		cfg.StagingCache = 4 << 30
-	}
-	if cfg.Log == nil {
-		cfg.Log = os.Stderr
-	}
-	if cfg.StagingChunk <= 0 {
-		cfg.StagingChunk = DefaultStagingChunk
-	}
-	if cfg.StagingDepth <= 0 {
-		cfg.StagingDepth = DefaultStagingDepth
-	}
-	cfg.StagingDepth = min(cfg.StagingDepth, maxStagingDepth)
-	t := &Transport{inner: inner, cfg: cfg, allLocal: true, devs: map[int]*devState{}}
+	cfg.Depth = min(cfg.Depth, maxDepth)
+	t := &Transport{inner: inner, cfg: cfg, mv: cfg.Mover}
 	if d, ok := inner.(pt2pt.DeviceMemoryTransport); ok {
-		t.ucxDev = d.DeviceMemory()
+		t.direct = d.DeviceMemory()
 	}
 	t.fp, _ = inner.(pt2pt.FocusedProgresser)
 	t.br, _ = inner.(pt2pt.BlockingReceiver)
 	t.imm, _ = inner.(pt2pt.ImmediateSender)
 	t.ir, _ = inner.(pt2pt.ImmediateReceiver)
 	t.landing = new([descSize]byte)
-	if cfg.SameNode != nil {
-		for r := 0; r < inner.Size(); r++ {
-			t.allLocal = t.allLocal && cfg.SameNode(r)
-		}
+	var pol Policy
+	if t.mv != nil {
+		pol = t.mv.Policy()
 	}
-	t.ipcMin = ipcMin(cfg.Mode, cfg.IPCThreshold, t.ucxDev)
-	t.rndv = rndvMin(cfg.Mode, cfg.RndvThreshold, t.ucxDev)
-	t.descs = t.ipcMin < math.MaxInt || t.rndv < math.MaxInt
+	t.rndv = rndvMin(cfg.Threshold, t.direct && !pol.Forced)
+	t.descs = pol.IPC || t.rndv < math.MaxInt
 	// A descriptor lands in the first descSize bytes of a host receive
 	// buffer: keep them for the bytes the message does not cover (short
 	// messages, truncation).
 	t.saveHost = t.descs
-	t.cache.limit = cfg.CacheSize
-	t.staging.limit = cfg.StagingCache
 	return t
 }
+
+// rndvMin is the smallest plain message a sender sends by rendezvous
+// (math.MaxInt: never). Off where no receive stages a device buffer (the
+// transport moves device memory and no path is forced: direct) or when
+// configured off (threshold < 0).
+func rndvMin(threshold int, direct bool) int {
+	switch {
+	case threshold < 0, direct:
+		return math.MaxInt
+	case threshold == 0:
+		return DefaultThreshold
+	}
+	return threshold
+}
+
+// Threshold is the smallest plain message this transport sends by
+// rendezvous (math.MaxInt: never).
+func (t *Transport) Threshold() int { return t.rndv }
 
 // Inner is the wrapped transport.
 func (t *Transport) Inner() pt2pt.Transport { return t.inner }
 
-// DeviceMemory is true: the decorator moves device buffers.
-func (t *Transport) DeviceMemory() bool { return true }
+// Mover is the device mover (nil: host memory only).
+func (t *Transport) Mover() Mover { return t.mv }
+
+// DeviceMemory: device buffers are welcome when a mover or the wrapped
+// transport moves them.
+func (t *Transport) DeviceMemory() bool { return t.mv != nil || t.direct }
 
 func (t *Transport) Rank() int { return t.inner.Rank() }
 func (t *Transport) Size() int { return t.inner.Size() }
 
-func (t *Transport) sameNode(r int) bool { return t.cfg.SameNode == nil || t.cfg.SameNode(r) }
-
-// choose runs Select for a send to dest and logs new choices when asked.
-func (t *Transport) choose(dest int, m pt2pt.Mem) (Path, string) {
-	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: t.sameNode(dest),
-		TransportDevice: t.ucxDev, Mode: t.cfg.Mode, Threshold: t.cfg.IPCThreshold})
-	if t.cfg.DebugPath {
-		if _, dup := t.seen.LoadOrStore([2]int{dest, int(p)}, true); !dup {
-			fmt.Fprintf(t.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", t.Rank(), dest, p, why)
+// check refuses a device buffer nothing here can move.
+func (t *Transport) check(m pt2pt.Mem) error {
+	if t.mv == nil {
+		if t.direct {
+			return nil
 		}
+		return errNoMover
 	}
-	return p, why
-}
-
-// bufferError is a device buffer gompix cannot use (pt2pt.ErrBuffer).
-func bufferError(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", pt2pt.ErrBuffer, fmt.Sprintf(format, args...))
-}
-
-func devPtr(p unsafe.Pointer) cudadrv.DevicePtr { return cudadrv.DevicePtr(uintptr(p)) }
-
-// device returns the state of ordinal, creating its stream on first use.
-// t.mu held.
-func (t *Transport) deviceLocked(ordinal int) (*devState, error) {
-	if ds := t.devs[ordinal]; ds != nil {
-		return ds, nil
-	}
-	if t.cfg.Device == nil {
-		return nil, fmt.Errorf("gpu: no CUDA driver configured: %w", cudadrv.ErrNoDriver)
-	}
-	dev, err := t.cfg.Device(ordinal)
-	if err != nil {
-		return nil, err
-	}
-	s, err := dev.StreamCreate()
-	if err != nil {
-		return nil, err
-	}
-	ds := &devState{dev: dev, stream: s}
-	t.devs[ordinal] = ds
-	return ds, nil
-}
-
-func (t *Transport) hostDeviceLocked() (*devState, error) {
-	if t.cfg.HostDevice == nil {
-		return t.deviceLocked(0)
-	}
-	d, err := t.cfg.HostDevice()
-	if err != nil {
-		return nil, err
-	}
-	return t.deviceLocked(d.Ordinal())
-}
-
-func (ds *devState) event() (cudadrv.Event, error) {
-	if n := len(ds.events); n > 0 {
-		e := ds.events[n-1]
-		ds.events = ds.events[:n-1]
-		return e, nil
-	}
-	return ds.dev.EventCreate(false)
+	return t.mv.Check(m)
 }
 
 // --- sends ---------------------------------------------------------------
 
 // Isend sends host buffers straight through (by rendezvous from the
-// rendezvous threshold on) and device buffers by the selected path.
+// rendezvous threshold on) and device buffers by the mover's route.
 func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
 	if m.Kind != pt2pt.Device {
 		if m.Len >= t.rndv {
-			return t.rtsSend(dest, m, tag, nil)
+			return t.rtsSend(dest, m, tag, false)
 		}
 		return t.inner.Isend(dest, m, tag, sync)
 	}
-	path, why := t.choose(dest, m)
-	switch path {
-	case PathUCX:
+	if t.mv == nil {
+		if !t.direct {
+			return nil, errNoMover
+		}
 		return t.inner.Isend(dest, m, tag, sync)
-	case PathIPC:
+	}
+	route, why := t.mv.Route(dest, m)
+	switch route {
+	case RouteDirect:
+		return t.inner.Isend(dest, m, tag, sync)
+	case RouteIPC:
 		return t.ipcSend(dest, m, tag, sync)
 	}
-	countStaged("send: "+why, m.Len)
+	t.mv.Staged("send: "+why, m.Len)
 	return t.stagedSend(dest, m, tag, sync)
 }
 
@@ -282,47 +209,12 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 // messages (host memory below the rendezvous threshold) straight to the
 // wrapped transport, so a peer's messages keep their order; device memory
 // and longer host messages are declined, and take Isend. Without it every
-// host send on a machine with a GPU driver would pay for a request and a pin.
+// host send would pay for a request and a pin.
 func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if t.imm == nil || m.Kind == pt2pt.Device || m.Len >= t.rndv {
 		return nil, false, nil
 	}
 	return t.imm.TrySend(dest, m, tag)
-}
-
-// checkDevice validates a device buffer against the driver's view of it:
-// device memory of this process, m.Len bytes inside one allocation.
-func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
-	p := devPtr(m.Ptr)
-	info, err := dev.PointerInfo(p)
-	if err != nil {
-		// The driver does not know the address (freed, or never its own).
-		return info, bufferError("%#x is not device memory of this process: %v", p, err)
-	}
-	if info.Type != cudadrv.MemoryDevice {
-		return info, bufferError("%#x is not device memory of this process (%v)", p, info.Type)
-	}
-	if info.Size > 0 && (p < info.Base || int(p-info.Base) > info.Size-m.Len) {
-		return info, bufferError("%d bytes at %#x overrun the %d-byte allocation at %#x", m.Len, p, info.Size, info.Base)
-	}
-	return info, nil
-}
-
-// deviceFor returns the state of m's device and the driver's view of m,
-// refusing a buffer that is not device memory of this process inside one
-// allocation (ErrBuffer).
-func (t *Transport) deviceFor(m pt2pt.Mem) (*devState, cudadrv.PointerInfo, error) {
-	t.mu.Lock()
-	ds, err := t.deviceLocked(m.Device)
-	t.mu.Unlock()
-	if err != nil {
-		return nil, cudadrv.PointerInfo{}, err
-	}
-	info, err := checkDevice(ds.dev, m)
-	if err != nil {
-		return nil, info, err
-	}
-	return ds, info, nil
 }
 
 // stagedSend sends a device buffer through pinned host memory. From the
@@ -336,24 +228,23 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 	if m.Len == 0 {
 		return t.inner.Isend(dest, pt2pt.Mem{}, tag, sync)
 	}
-	ds, _, err := t.deviceFor(m)
-	if err != nil {
+	if err := t.mv.Check(m); err != nil {
 		return nil, err
 	}
 	if m.Len >= t.rndv {
-		return t.rtsSend(dest, m, tag, ds)
+		return t.rtsSend(dest, m, tag, true)
 	}
-	st, err := t.staging.get(ds.dev, m.Len)
+	st, err := t.mv.Pin(m.Device, m.Len)
 	if err != nil {
 		return nil, err
 	}
-	if err := ds.dev.MemcpyDtoH(st.bytes(m.Len), devPtr(m.Ptr)); err != nil {
-		t.staging.put(st)
+	if err := t.mv.ToHostSync(st.Ptr, m); err != nil {
+		t.mv.Unpin(st)
 		return nil, err
 	}
-	in, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: st.p, Len: m.Len}, tag, sync)
+	in, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: st.Ptr, Len: m.Len}, tag, sync)
 	if err != nil {
-		t.staging.put(st)
+		t.mv.Unpin(st)
 		return nil, err
 	}
 	o := t.newOp(kindSend)
@@ -365,17 +256,11 @@ func (t *Transport) stagedSend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt
 // and acks, which completes the send (also a synchronous one: the ack
 // means the receive matched).
 func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op, error) {
-	ds, info, err := t.deviceFor(m)
+	r, err := t.mv.Export(m)
 	if err != nil {
 		return nil, err
 	}
-	d := descriptor{src: t.Rank(), size: m.Len, offset: int(devPtr(m.Ptr) - info.Base),
-		bufferID: info.BufferID, base: uint64(info.Base), allocSize: info.Size}
-	h, err := cudadrv.ExportIPC(ds.dev, info.Base, info.BufferID)
-	if err != nil {
-		return nil, fmt.Errorf("exporting device buffer %#x: %w", info.Base, err)
-	}
-	d.handle = h
+	d := descriptor{src: t.Rank(), size: m.Len, region: r}
 	d.ack = t.nextAck.Add(1) & idMask
 	ack := t.smalls.get()
 	in, err := t.inner.Irecv(pt2pt.Mem{Ptr: ack.mem(ackLen), Len: ackLen}, pt2pt.InternalTag(dest, d.ack), pt2pt.InternalMask)
@@ -399,7 +284,7 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	return o, nil
 }
 
-// rtsSend sends m (the caller's host buffer, or its device buffer on ds)
+// rtsSend sends m (the caller's host buffer, or its device buffer: dev)
 // by rendezvous: a descriptor with the size, an exchange id and the chunk
 // size on the caller's tag (so it matches in order with the sender's other
 // messages), then the data on InternalTag(me, id|dataBit) once the
@@ -411,12 +296,12 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 // (the receiver may be waiting for this data to finish what its owner
 // waits on). The send completes when the data has been sent (or at once
 // on a "truncated" clear-to-send), which also gives Ssend's semantics.
-func (t *Transport) rtsSend(dest int, m pt2pt.Mem, tag uint64, ds *devState) (pt2pt.Op, error) {
+func (t *Transport) rtsSend(dest int, m pt2pt.Mem, tag uint64, dev bool) (pt2pt.Op, error) {
 	id := t.nextAck.Add(1) & idMask
 	var p *pipe
-	if ds != nil {
+	if dev {
 		var err error
-		if p, err = t.newPipe(true, dest, pt2pt.InternalTag(t.Rank(), id|dataBit), m, m.Len, t.cfg.StagingChunk, ds); err != nil {
+		if p, err = t.newPipe(true, dest, pt2pt.InternalTag(t.Rank(), id|dataBit), m, m.Len, t.cfg.Chunk); err != nil {
 			return nil, err
 		}
 	}
@@ -430,7 +315,7 @@ func (t *Transport) rtsSend(dest int, m pt2pt.Mem, tag uint64, ds *devState) (pt
 		return nil, err
 	}
 	dsc := t.smalls.get()
-	d := descriptor{kind: descRTS, ack: id, src: t.Rank(), size: m.Len, chunk: t.cfg.StagingChunk, hostSrc: ds == nil}
+	d := descriptor{kind: descRTS, ack: id, src: t.Rank(), size: m.Len, chunk: t.cfg.Chunk, hostSrc: !dev}
 	d.encode(dsc.b[:])
 	sop, err := t.inner.Isend(dest, pt2pt.Mem{Ptr: dsc.mem(descSize), Len: descSize}, tag|pt2pt.DescriptorBit, false)
 	if err != nil {
@@ -466,7 +351,7 @@ func (t *Transport) background(b bgItem) {
 			b.op.Release()
 		}
 		t.smalls.put(b.small)
-		t.staging.put(b.stage)
+		t.unpin(b.stage)
 		return
 	}
 	t.mu.Lock()
@@ -498,8 +383,8 @@ func (t *Transport) SchedulerNeutral() bool {
 
 // TryRecv receives a short host message inside one call of the wrapped
 // transport when it is there or arrives within that transport's short poll
-// (pt2pt.ImmediateReceiver). Without it every blocking host receive on a
-// machine with a GPU driver would pay for a pin, a request and an op record.
+// (pt2pt.ImmediateReceiver). Without it every blocking host receive would
+// pay for a pin, a request and an op record.
 //
 // It matches what Irecv matches, data and descriptors alike, so a sender's
 // messages keep their order. A descriptor (a device sender's IPC or
@@ -510,6 +395,10 @@ func (t *Transport) SchedulerNeutral() bool {
 // declines, since the stash is ahead of the transport.
 func (t *Transport) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool, error) {
 	if t.ir == nil || m.Kind == pt2pt.Device || t.nstash.Load() > 0 {
+		return pt2pt.Received{}, false, nil
+	}
+	if t.descs && t.overlapsRecv(m) {
+		// A descriptor must not land where another receive writes.
 		return pt2pt.Received{}, false, nil
 	}
 	mask &^= pt2pt.DescriptorBit
@@ -592,7 +481,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		// and before a copy engine writes to it: a freed, foreign or
 		// overrun address is the caller's ErrBuffer, not a driver error
 		// at landing time.
-		if _, _, err := t.deviceFor(m); err != nil {
+		if err := t.check(m); err != nil {
 			return nil, err
 		}
 	}
@@ -601,19 +490,53 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 			if s.small == nil {
 				return t.stashedPlain(m, s), nil
 			}
-			o := t.newOp(kindRecv)
-			o.user, o.small, o.landing = m, s.small, s.small.mem(descSize)
+			o := t.newRecv(m)
+			o.small, o.landing = s.small, s.small.mem(descSize)
 			o.inner = doneOp{pt2pt.Result{Tag: s.tag, Len: descSize}}
 			return o, nil
 		}
 	}
-	if !t.descs && (m.Kind == pt2pt.Host || t.ucxDev) {
+	if !t.descs && (m.Kind == pt2pt.Host || t.direct) {
 		// Nobody sends descriptors, and the transport moves this buffer
 		// itself: nothing to add.
 		return t.post(m, tag, mask, blocking)
 	}
 	o := t.newOp(kindRecv)
 	o.user = m
+	// A host receive is registered, posted and listed in one critical
+	// section, so that a receive sharing its memory always finds it, with
+	// any descriptor it has landed (shared.go).
+	host := t.descs && m.Kind != pt2pt.Device && m.Len > 0
+	if host {
+		t.mu.Lock()
+		o.shared = t.registerRecvLocked(o)
+	}
+	if err := t.postRecv(o, tag, mask, blocking); err != nil {
+		if host {
+			t.unregisterRecvLocked(o)
+			t.mu.Unlock()
+		}
+		t.putOp(o)
+		return nil, err
+	}
+	if t.descs {
+		if !host {
+			t.mu.Lock()
+		}
+		o.tracked = true
+		o.pidx = len(t.posted)
+		t.posted = append(t.posted, o)
+		t.nposted.Add(1)
+		t.mu.Unlock() // host implies t.descs
+	}
+	return o, nil
+}
+
+// postRecv posts o's transport receive where its message lands: pinned
+// staging for a device buffer, a bounce for a shared or short host
+// buffer, the caller's memory otherwise.
+func (t *Transport) postRecv(o *op, tag, mask uint64, blocking bool) error {
+	m := o.user
 	var err error
 	switch {
 	case m.Kind == pt2pt.Device:
@@ -622,19 +545,17 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		// staging of the message's size only then), so the landing area
 		// is bounded whatever the buffer's size.
 		n := max(descSize, min(m.Len, t.rndv-1))
-		t.mu.Lock()
-		ds, derr := t.deviceLocked(m.Device)
-		t.mu.Unlock()
-		if derr != nil {
-			t.putOp(o)
-			return nil, derr
+		if o.stage, err = t.mv.Pin(m.Device, n); err != nil {
+			return err
 		}
-		if o.stage, err = t.staging.get(ds.dev, n); err != nil {
-			t.putOp(o)
-			return nil, err
-		}
-		o.stageLen, o.landing = n, o.stage.p
-		o.inner, err = t.post(pt2pt.Mem{Ptr: o.stage.p, Len: n}, tag, mask, blocking)
+		o.stageLen, o.landing = n, o.stage.Ptr
+		o.inner, err = t.post(pt2pt.Mem{Ptr: o.stage.Ptr, Len: n}, tag, mask, blocking)
+	case o.shared:
+		// Another outstanding receive writes this memory: land apart.
+		n := max(descSize, min(m.Len, t.rndv-1))
+		o.bb = t.bounces.get(n)
+		o.landing = o.bb.ptr()
+		o.inner, err = t.post(pt2pt.Mem{Ptr: o.landing, Len: n}, tag, mask, blocking)
 	case m.Len < descSize:
 		o.small = t.smalls.get()
 		o.landing = o.small.mem(descSize)
@@ -649,19 +570,20 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		o.landing = m.Ptr
 		o.inner, err = t.post(m, tag, mask, blocking)
 	}
-	if err != nil {
-		t.putOp(o)
-		return nil, err
-	}
-	if t.descs {
-		o.tracked = true
+	return err
+}
+
+// newRecv is a receive op into m, registered among the outstanding
+// receives when m is host memory that descriptors could land in.
+func (t *Transport) newRecv(m pt2pt.Mem) *op {
+	o := t.newOp(kindRecv)
+	o.user = m
+	if t.descs && m.Kind != pt2pt.Device && m.Len > 0 {
 		t.mu.Lock()
-		o.pidx = len(t.posted)
-		t.posted = append(t.posted, o)
-		t.nposted.Add(1)
+		o.shared = t.registerRecvLocked(o)
 		t.mu.Unlock()
 	}
-	return o, nil
+	return o
 }
 
 // unpostLocked takes o off the posted list. t.mu held.
@@ -700,19 +622,15 @@ func (t *Transport) stashedPlain(m pt2pt.Mem, s stashed) *op {
 	o.inner = doneOp{o.res}
 	if n := min(s.size, m.Len); n > 0 {
 		if m.Kind == pt2pt.Device {
-			t.mu.Lock()
-			ds, err := t.deviceLocked(m.Device)
-			t.mu.Unlock()
-			if err == nil {
-				err = ds.dev.MemcpyHtoD(devPtr(m.Ptr), s.data[:n])
-			}
-			if err != nil {
+			if err := t.mv.ToDeviceSync(m, s.data[:n]); err != nil {
 				o.res.Err = err
 			} else {
-				countStaged("receive: a staged message from the sender's path", n)
+				t.mv.Staged("receive: a staged message from the sender's path", n)
 			}
 		} else {
-			copy(unsafe.Slice((*byte)(m.Ptr), n), s.data[:n])
+			t.mu.Lock()
+			t.copyInLocked(m.Ptr, s.data[:n])
+			t.mu.Unlock()
 		}
 	}
 	o.state.Store(stDone)
@@ -777,7 +695,7 @@ func (t *Transport) stashAhead(mt uint64) error {
 		case err != nil:
 			return err
 		case !ok:
-			return fmt.Errorf("gpu: the probed message %#x left the transport (a concurrent receive?)", mt)
+			return fmt.Errorf("rndv: the probed message %#x left the transport (a concurrent receive?)", mt)
 		case ft == mt:
 			return nil
 		}
@@ -899,7 +817,7 @@ func (t *Transport) advance() bool {
 		if b.op.Done() {
 			b.op.Release()
 			t.smalls.put(b.small)
-			t.staging.put(b.stage)
+			t.unpin(b.stage)
 			progressed = true
 			continue
 		}
@@ -926,6 +844,13 @@ func (t *Transport) advance() bool {
 		o.markDone()
 	}
 	return progressed
+}
+
+// unpin gives pinned memory back to the mover (none: nothing to give).
+func (t *Transport) unpin(p Pinned) {
+	if p.Ptr != nil {
+		t.mv.Unpin(p)
+	}
 }
 
 // closeDrain bounds how long Close keeps progressing for rendezvous sends
@@ -956,21 +881,11 @@ func (t *Transport) Close() error {
 		t.smalls.put(s.small)
 	}
 	t.stash = nil
-	t.cache.closeAll()
-	for _, ds := range t.devs {
-		ds.dev.StreamSynchronize(ds.stream)
-		for _, e := range ds.events {
-			ds.dev.EventDestroy(e)
-		}
-		ds.dev.StreamDestroy(ds.stream)
-		ds.closeMarks()
+	if t.mv != nil {
+		t.mv.Close()
 	}
-	t.devs = map[int]*devState{}
-	t.staging.drain()
 	t.smalls.drain()
-	// What a stream's wait deferred (pinned frees, IPC unmaps) goes now,
-	// unless another transport's stream still waits.
-	cudadrv.FlushDeferred()
+	t.bounces.drain()
 	return err
 }
 
@@ -982,3 +897,7 @@ func (d doneOp) Done() bool           { return true }
 func (d doneOp) Result() pt2pt.Result { return d.res }
 func (d doneOp) Cancel()              {}
 func (d doneOp) Release()             {}
+
+// Stashed is the number of messages Iprobe or TryRecv took off the
+// wrapped transport that no receive has taken yet.
+func (t *Transport) Stashed() int { return int(t.nstash.Load()) }

@@ -1,4 +1,4 @@
-package gpu
+package rndv
 
 import (
 	"encoding/binary"
@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/pt2pt"
 )
 
@@ -24,7 +23,8 @@ const (
 // Operation states. An op leaves stPosted when its transport operation
 // completes; whoever wins the CAS to stBusy finishes it (the owner's Done,
 // or Progress for an op released early). stCopy: a device copy is in
-// flight and the op is on Transport.active until its event completes.
+// flight and the op is on Transport.active until the mover's Poll says
+// it has finished.
 // stData: a rendezvous's data phase is under way, the op on
 // Transport.active: one data message (o.data) or a chunked pipe (o.pipe).
 const (
@@ -53,46 +53,55 @@ type op struct {
 
 	user     pt2pt.Mem      // the caller's receive buffer (rendezvous send: the data)
 	landing  unsafe.Pointer // where the transport delivers (descriptor source)
-	stage    staging        // pinned staging (staged send, device receive)
+	stage    Pinned         // pinned staging (staged send, device receive)
 	stageLen int
 	small    *small // ack (IPC send), clear-to-send (rendezvous), bounce (short host receive), stashed descriptor
 	saved    *small // host receive: the bytes a short IPC message must leave intact
 
-	inActive bool // on t.active; guarded by t.mu
-	pidx     int  // index in t.posted, -1 when not there; guarded by t.mu
-	tracked  bool // posted on t.posted (set before it is shared)
-	driven   bool // on t.active from the start: only Progress finishes it
-	ds       *devState
-	mk       mark // the copy in stCopy
-	mapping  *mapping
-	ackTo    int    // IPC receive: the sender to ack; rendezvous send: the receiver
-	ackID    uint32 // the exchange id
-	fallback bool   // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
+	inActive bool    // on t.active; guarded by t.mu
+	pidx     int     // index in t.posted, -1 when not there; guarded by t.mu
+	tracked  bool    // posted on t.posted (set before it is shared)
+	driven   bool    // on t.active from the start: only Progress finishes it
+	cp       Copy    // the device copy in stCopy
+	pull     bool    // the copy pulls an IPC message: ack it when done
+	ackTo    int     // IPC receive: the sender to ack; rendezvous send: the receiver
+	ackID    uint32  // the exchange id
+	fallback bool    // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
+	ridx     int     // index in t.recvs, -1 when not there; guarded by t.mu
+	shared   bool    // host receive whose buffer another outstanding one shares (shared.go)
+	bb       *bounce // a shared receive's private landing
 }
 
 var opPool = sync.Pool{New: func() any { return new(op) }}
 
 func (t *Transport) newOp(k opKind) *op {
 	o := opPool.Get().(*op)
-	o.t, o.kind, o.pidx = t, k, -1
+	o.t, o.kind, o.pidx, o.ridx = t, k, -1, -1
 	return o
 }
 
 // putOp recycles o once it is done and released.
 func (t *Transport) putOp(o *op) {
+	if o.ridx >= 0 { // a receive that failed to post
+		t.mu.Lock()
+		t.unregisterRecvLocked(o)
+		t.mu.Unlock()
+	}
+	t.bounces.put(o.bb)
 	t.smalls.put(o.small)
 	t.smalls.put(o.saved)
-	t.staging.put(o.stage)
+	t.unpin(o.stage)
 	if o.inner != nil {
 		o.inner.Release()
 	}
 	if o.data != nil {
 		o.data.Release()
 	}
-	o.t, o.inner, o.data, o.pipe, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, nil, staging{}
-	o.user, o.landing, o.res, o.ds, o.mapping, o.mk = pt2pt.Mem{}, nil, pt2pt.Result{}, nil, nil, mark{}
+	o.t, o.inner, o.data, o.pipe, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, nil, Pinned{}
+	o.user, o.landing, o.res, o.cp, o.pull = pt2pt.Mem{}, nil, pt2pt.Result{}, Copy{}, false
 	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
 	o.ackTo, o.ackID, o.fallback = 0, 0, false
+	o.shared, o.bb = false, nil
 	o.state.Store(stPosted)
 	o.flags.Store(0)
 	opPool.Put(o)
@@ -128,13 +137,13 @@ func (o *op) Done() bool {
 	return false
 }
 
-// needsLock: finishing o touches t's shared state (device streams, the
-// IPC cache, the active list): device receives and IPC messages, and an
+// needsLock: finishing o touches t's shared state (the active list, the
+// background list): device receives and IPC messages, and an
 // IPC send only when its ack asks for the data in chunks (ackStaged: its
 // pipe goes on the active list). o's transport operation is complete.
 func (o *op) needsLock() bool {
 	return o.kind == kindRTSSend || o.kind == kindIPCSend && o.small.b[0] == ackStaged ||
-		o.kind == kindRecv && (o.stage.p != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
+		o.kind == kindRecv && (o.stage.Ptr != nil || o.inner.Result().Tag&pt2pt.DescriptorBit != 0)
 }
 
 func (o *op) Result() pt2pt.Result { return o.res }
@@ -175,10 +184,12 @@ func (o *op) markDone() {
 // finish ends o with o.res. The caller then calls markDone (advance does
 // for ops on the active list).
 func (t *Transport) finish(o *op) {
+	t.unregisterRecvLocked(o) // a registered receive holds t.mu here
+	t.bounces.put(o.bb)
 	t.smalls.put(o.small)
 	t.smalls.put(o.saved)
-	t.staging.put(o.stage)
-	o.small, o.saved, o.stage = nil, nil, staging{}
+	t.unpin(o.stage)
+	o.small, o.saved, o.stage, o.bb = nil, nil, Pinned{}, nil
 	if o.kind == kindRTSSend {
 		t.nrts.Add(-1)
 	}
@@ -205,80 +216,91 @@ func (t *Transport) completeLocked(o *op) {
 		o.res = r
 		t.finish(o)
 	case kindIPCSend:
-		o.res = pt2pt.Result{Err: r.Err}
-		switch {
-		case r.Err != nil:
-		case r.Cancelled:
-			o.res.Err = errors.New("gpu: IPC send abandoned")
-		case o.small.b[0] == ackFailed:
-			o.res.Err = errors.New("gpu: the receiver could not pull the IPC message (see its error)")
-		case o.small.b[0] == ackStaged:
-			// The receiver could not map the buffer: send it as a
-			// rendezvous's data phase, in the receiver's chunk size.
-			chunk := int(binary.LittleEndian.Uint32(o.small.b[4:]))
-			ds, err := t.deviceLocked(o.user.Device)
-			var p *pipe
-			if err == nil && chunk <= 0 {
-				err = errDescriptor
-			}
-			if err == nil {
-				p, err = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, chunk, ds)
-			}
-			if err != nil {
-				// The receiver's pipe waits for chunks: the failed
-				// sender's empty message makes it fail instead.
-				t.sendAbortLocked(o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit))
-				o.res.Err = fmt.Errorf("gpu: staging an IPC message the receiver could not map: %w", err)
-				break
-			}
-			o.pipe = p
-			t.sendChunksLocked(o)
-			return
-		}
-		t.finish(o)
+		t.ipcAckedLocked(o, r)
 	case kindRTSSend:
-		o.res = pt2pt.Result{Err: r.Err}
-		switch {
-		case r.Err != nil:
-		case r.Cancelled:
-			o.res.Err = errors.New("gpu: rendezvous send abandoned")
-		case o.small.b[0] == ackWhole && o.pipe == nil:
-			// Host to host: one data message, as UCX moves it best.
-			in, err := t.inner.Isend(o.ackTo, o.user, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), false)
-			if err != nil {
-				o.res.Err = err
-				break
-			}
-			o.data = in
-			o.state.Store(stData)
-			t.addActiveLocked(o)
-			return
-		case o.small.b[0] == ackOK:
-			if o.pipe == nil {
-				// A host buffer to a device receive: chunks straight
-				// from the caller's memory (no buffers: cannot fail).
-				o.pipe, _ = t.newPipe(true, o.ackTo, pt2pt.InternalTag(t.Rank(), o.ackID|dataBit), o.user, o.user.Len, t.cfg.StagingChunk, nil)
-			}
-			t.sendChunksLocked(o)
-			return
-		case o.small.b[0] == ackFailed:
-			o.res.Err = errors.New("gpu: the receiver could not take the rendezvous message (see its error)")
-		case o.small.b[0] == ackWhole:
-			o.res.Err = errors.New("gpu: the receiver asked for a staged device buffer in one piece (peers with different gompix versions?)")
-		}
-		// ackTruncated: the receiver reports the truncation; nothing to send.
-		if o.pipe != nil {
-			// Chunks copied ahead of the clear-to-send may still be in
-			// flight: the pipe finishes when they are done.
-			o.pipe.stop = true
-			o.state.Store(stData)
-			t.addActiveLocked(o)
-			return
-		}
-		t.finish(o)
+		t.ctsLocked(o, r)
 	default:
 		t.completeRecvLocked(o, r)
 	}
+}
+
+// ipcAckedLocked finishes an IPC send whose ack (r) arrived: done, or the
+// data phase of a receiver that could not map the buffer.
+func (t *Transport) ipcAckedLocked(o *op, r pt2pt.Result) {
+	o.res = pt2pt.Result{Err: r.Err}
+	switch {
+	case r.Err != nil:
+	case r.Cancelled:
+		o.res.Err = errors.New("rndv: IPC send abandoned")
+	case o.small.b[0] == ackFailed:
+		o.res.Err = errors.New("rndv: the receiver could not pull the IPC message (see its error)")
+	case o.small.b[0] == ackStaged:
+		// The receiver could not map the buffer: send it as a
+		// rendezvous's data phase, in the receiver's chunk size.
+		chunk := int(binary.LittleEndian.Uint32(o.small.b[4:]))
+		tag := pt2pt.InternalTag(t.Rank(), o.ackID|dataBit)
+		var p *pipe
+		err := errDescriptor
+		if chunk > 0 {
+			p, err = t.newPipe(true, o.ackTo, tag, o.user, o.user.Len, chunk)
+		}
+		if err != nil {
+			// The receiver's pipe waits for chunks: the failed
+			// sender's empty message makes it fail instead.
+			t.sendAbortLocked(o.ackTo, tag)
+			o.res.Err = fmt.Errorf("rndv: staging an IPC message the receiver could not map: %w", err)
+			break
+		}
+		o.pipe = p
+		t.sendChunksLocked(o)
+		return
+	}
+	t.finish(o)
+}
+
+// ctsLocked handles a rendezvous send's clear-to-send (r): the data
+// whole, in chunks, or nothing (truncated, refused).
+func (t *Transport) ctsLocked(o *op, r pt2pt.Result) {
+	o.res = pt2pt.Result{Err: r.Err}
+	tag := pt2pt.InternalTag(t.Rank(), o.ackID|dataBit)
+	switch {
+	case r.Err != nil:
+	case r.Cancelled:
+		o.res.Err = errors.New("rndv: rendezvous send abandoned")
+	case o.small.b[0] == ackWhole && o.pipe == nil:
+		// Host to host: one data message, as UCX moves it best.
+		in, err := t.inner.Isend(o.ackTo, o.user, tag, false)
+		if err != nil {
+			o.res.Err = err
+			break
+		}
+		o.data = in
+		o.state.Store(stData)
+		t.addActiveLocked(o)
+		return
+	case o.small.b[0] == ackOK:
+		if o.pipe == nil {
+			// A host buffer to a device receive: chunks straight
+			// from the caller's memory (no buffers: cannot fail).
+			o.pipe, _ = t.newPipe(true, o.ackTo, tag, o.user, o.user.Len, t.cfg.Chunk)
+		}
+		t.sendChunksLocked(o)
+		return
+	case o.small.b[0] == ackFailed:
+		o.res.Err = errors.New("rndv: the receiver could not take the rendezvous message (see its error)")
+	case o.small.b[0] == ackWhole:
+		o.res.Err = errors.New("rndv: the receiver asked for a staged device buffer in one piece (peers with different gompix versions?)")
+	}
+	// ackTruncated: the receiver reports the truncation; nothing to send.
+	if o.pipe != nil {
+		// Chunks copied ahead of the clear-to-send may still be in
+		// flight: the pipe finishes when they are done.
+		o.pipe.stop = true
+		o.state.Store(stData)
+		t.addActiveLocked(o)
+		return
+	}
+	t.finish(o)
 }
 
 // sendChunksLocked starts the data phase of o, a send whose receiver asked
@@ -302,29 +324,33 @@ func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
 	}
 	o.res = r
 	switch {
-	case o.stage.p != nil: // device receive of staged data
+	case o.stage.Ptr != nil: // device receive of staged data
 		switch {
 		case r.Len > o.user.Len:
 			o.res.Truncated = true
 		case r.Truncated:
 			// Plain data longer than the bounded landing area, which a
 			// sender of this job never sends.
-			o.res.Err = fmt.Errorf("gpu: a plain message of %d bytes from a sender not using rendezvous from %d B (different GOMPIX_RNDV_THRESHOLD?)", r.Len, t.rndv)
+			o.res.Err = fmt.Errorf("rndv: a plain message of %d bytes from a sender not using rendezvous from %d B (different GOMPIX_RNDV_THRESHOLD?)", r.Len, t.rndv)
 		case r.Len > 0:
-			countStaged("receive: a staged message from the sender's path", r.Len)
-			if err := t.copyLocked(o, o.user.Device, func(ds *devState) error {
-				return ds.dev.MemcpyHtoDAsync(devPtr(o.user.Ptr), o.stage.p, r.Len, ds.stream)
-			}); err != nil {
+			t.mv.Staged("receive: a staged message from the sender's path", r.Len)
+			dst := o.user
+			dst.Len = r.Len
+			c, err := t.mv.ToDevice(dst, o.stage.Ptr)
+			if err != nil {
 				o.res.Err = err
 				break
 			}
+			t.copyingLocked(o, c)
 			return
 		}
+	case o.bb != nil: // a shared receive's landing
+		n := min(r.Len, o.user.Len, len(o.bb.b))
+		t.copyInLocked(o.user.Ptr, o.bb.b[:n])
+		o.res.Truncated = r.Truncated || r.Len > o.user.Len
 	case o.small != nil: // bounce of a short host receive
 		n := min(r.Len, o.user.Len, descSize)
-		if n > 0 {
-			copy(unsafe.Slice((*byte)(o.user.Ptr), n), o.small.b[:n])
-		}
+		t.copyInLocked(o.user.Ptr, o.small.b[:n])
 		if r.Len > o.user.Len {
 			o.res.Truncated = true
 		}
@@ -332,30 +358,12 @@ func (t *Transport) completeRecvLocked(o *op, r pt2pt.Result) {
 	t.finish(o)
 }
 
-// copyLocked starts a device copy for o on ordinal's stream (-1: the host
-// device) and puts behind it a completion mark that Progress polls.
-func (t *Transport) copyLocked(o *op, ordinal int, start func(*devState) error) error {
-	var ds *devState
-	var err error
-	if ordinal < 0 {
-		ds, err = t.hostDeviceLocked()
-	} else {
-		ds, err = t.deviceLocked(ordinal)
-	}
-	if err != nil {
-		return err
-	}
-	if err := start(ds); err != nil {
-		return err
-	}
-	mk, err := ds.markLocked()
-	if err != nil {
-		return err
-	}
-	o.ds, o.mk = ds, mk
+// copyingLocked puts o, whose device copy c is in flight, on the active
+// list for Progress to poll.
+func (t *Transport) copyingLocked(o *op, c Copy) {
+	o.cp = c
 	o.state.Store(stCopy)
 	t.addActiveLocked(o)
-	return nil
 }
 
 // startPullLocked handles a descriptor that o received: pull the data
@@ -370,8 +378,9 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 	}
 	o.res = pt2pt.Result{Tag: tag, Len: d.size}
 	// The data no longer needs the landing area: give back staging now.
-	t.staging.put(o.stage)
-	o.stage = staging{}
+	t.unpin(o.stage)
+	t.bounces.put(o.bb)
+	o.stage, o.bb = Pinned{}, nil
 	if err != nil {
 		o.res.Err = err
 		t.finish(o)
@@ -401,36 +410,23 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 		t.finish(o)
 		return
 	}
-	ordinal := -1
-	if o.user.Kind == pt2pt.Device {
-		ordinal = o.user.Device
+	if o.shared && o.user.Kind != pt2pt.Device && !t.rescueLocked(o.user.Ptr, d.size) {
+		// A pull would write the shared memory behind the protocol's
+		// back: take the data in private chunks instead.
+		t.stagedFallbackLocked(o, &d, errSharedPull)
+		return
 	}
-	var m *mapping
-	err = t.copyLocked(o, ordinal, func(ds *devState) error {
-		var err error
-		if m, err = t.cache.acquire(ds.dev, &d); err != nil {
-			return err
-		}
-		src := m.ptr + cudadrv.DevicePtr(d.offset)
-		if o.user.Kind == pt2pt.Device {
-			err = ds.dev.MemcpyDtoDAsync(devPtr(o.user.Ptr), src, d.size, ds.stream)
-		} else {
-			err = ds.dev.MemcpyDtoHAsync(o.user.Ptr, src, d.size, ds.stream)
-		}
-		if err != nil {
-			t.cache.release(m)
-			m = nil
-		}
-		return err
-	})
+	err = errNoMover
+	var c Copy
+	if t.mv != nil {
+		c, err = t.mv.Pull(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size, Kind: o.user.Kind, Device: o.user.Device}, d.src, d.region, d.size)
+	}
 	if err != nil {
-		if m != nil {
-			t.cache.release(m)
-		}
 		t.stagedFallbackLocked(o, &d, err)
 		return
 	}
-	o.mapping, o.ackTo, o.ackID = m, d.src, d.ack
+	t.copyingLocked(o, c)
+	o.pull, o.ackTo, o.ackID = true, d.src, d.ack
 }
 
 // stagedFallbackLocked takes an IPC message whose buffer this process
@@ -442,12 +438,14 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 // still mapped here is refused with CUDA_ERROR_ALREADY_MAPPED while that
 // mapping's unmap is deferred (docs/design/pt2pt.md, "IPC rendezvous").
 func (t *Transport) stagedFallbackLocked(o *op, d *descriptor, why error) {
-	chunk := t.cfg.StagingChunk
+	chunk := t.cfg.Chunk
 	if err := t.startRecvPipeLocked(o, d, pt2pt.InternalTag(d.src, d.ack|dataBit), chunk); err != nil {
 		t.failRecvPipeLocked(o, d, fmt.Errorf("%w (and staging it instead: %v)", why, err))
 		return
 	}
-	countStaged("receive: an IPC message the receiver could not map", d.size)
+	if t.mv != nil {
+		t.mv.Staged("receive: an IPC message the receiver could not map", d.size)
+	}
 	o.fallback = true
 	o.state.Store(stData)
 	t.addActiveLocked(o)
@@ -470,7 +468,7 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 	tag := pt2pt.InternalTag(d.src, d.ack|dataBit)
 	status := ackOK
 	var err error
-	if o.user.Kind != pt2pt.Device && d.hostSrc {
+	if o.user.Kind != pt2pt.Device && d.hostSrc && (!o.shared || t.rescueLocked(o.user.Ptr, d.size)) {
 		status = ackWhole
 		o.data, err = t.inner.Irecv(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}, tag, pt2pt.InternalMask)
 	} else {
@@ -491,16 +489,12 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 // one), before the sender is asked for the data, so the first chunks never
 // arrive unexpected.
 func (t *Transport) startRecvPipeLocked(o *op, d *descriptor, tag uint64, chunk int) error {
-	var ds *devState
-	if o.user.Kind == pt2pt.Device {
-		var err error
-		if ds, err = t.deviceLocked(o.user.Device); err != nil {
-			return err
-		}
-	}
 	var err error
-	if o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, chunk, ds); err != nil {
+	if o.pipe, err = t.newPipe(false, d.src, tag, o.user, d.size, chunk); err != nil {
 		return err
+	}
+	if o.shared && o.user.Kind != pt2pt.Device && !t.rescueLocked(o.user.Ptr, d.size) {
+		t.bouncePipe(o.pipe)
 	}
 	t.pumpLocked(o.pipe)
 	return o.pipe.err
@@ -532,7 +526,7 @@ func (t *Transport) rtsLandedLocked(o *op, r pt2pt.Result) {
 	case r.Err != nil:
 		o.res.Err = r.Err
 	case r.Cancelled || r.Truncated || r.Len != o.res.Len:
-		o.res.Err = fmt.Errorf("gpu: rendezvous data of %d bytes, want %d", r.Len, o.res.Len)
+		o.res.Err = fmt.Errorf("rndv: rendezvous data of %d bytes, want %d", r.Len, o.res.Len)
 	}
 	t.finish(o)
 }
@@ -545,7 +539,7 @@ func (t *Transport) finishPipeLocked(o *op) {
 		o.res.Err = p.err
 	}
 	if o.kind == kindRecv && o.res.Err == nil && p.host == nil && !o.fallback {
-		countStaged("receive: a staged message from the sender's path", p.size)
+		t.mv.Staged("receive: a staged message from the sender's path", p.size)
 	}
 	t.releasePipe(p)
 	o.pipe = nil
@@ -589,16 +583,15 @@ func (t *Transport) stepLocked(o *op) bool {
 		}
 		return moved
 	case stCopy:
-		done, err := o.ds.markDoneLocked(&o.mk)
+		done, err := t.mv.Poll(&o.cp)
 		if !done {
 			return false
 		}
 		if err != nil {
 			o.res.Err = err
 		}
-		if o.mapping != nil {
-			t.cache.release(o.mapping)
-			o.mapping = nil
+		if o.pull {
+			o.pull = false
 			status := ackOK
 			if err != nil {
 				status = ackFailed
