@@ -41,6 +41,7 @@ type Transport struct {
 	descs    bool // descriptors may arrive (IPC, or rndv < math.MaxInt)
 	saveHost bool
 	fp       pt2pt.FocusedProgresser
+	fi       pt2pt.FocusedIdler
 	imm      pt2pt.ImmediateSender // the wrapped transport's, or nil
 	ir       pt2pt.ImmediateReceiver
 	br       pt2pt.BlockingReceiver
@@ -97,6 +98,7 @@ var (
 	_ pt2pt.Transport             = (*Transport)(nil)
 	_ pt2pt.DeviceMemoryTransport = (*Transport)(nil)
 	_ pt2pt.FocusedProgresser     = (*Transport)(nil)
+	_ pt2pt.FocusedIdler          = (*Transport)(nil)
 	_ pt2pt.BlockingReceiver      = (*Transport)(nil)
 	_ pt2pt.ImmediateSender       = (*Transport)(nil)
 	_ pt2pt.ImmediateReceiver     = (*Transport)(nil)
@@ -117,6 +119,7 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 		t.direct = d.DeviceMemory()
 	}
 	t.fp, _ = inner.(pt2pt.FocusedProgresser)
+	t.fi, _ = inner.(pt2pt.FocusedIdler)
 	t.br, _ = inner.(pt2pt.BlockingReceiver)
 	t.imm, _ = inner.(pt2pt.ImmediateSender)
 	t.ir, _ = inner.(pt2pt.ImmediateReceiver)
@@ -792,6 +795,24 @@ func (t *Transport) Idle() {
 		return
 	}
 	t.inner.Idle()
+}
+
+// IdleFor is Idle made conditional on p, as the wrapped transport's
+// IdleFor: a wait must not sleep through its operation's completion by
+// another goroutine (a send to this rank, or its progress) between its
+// last look and the sleep. p's transport operation stands for it while p
+// is in its first phase; in a later one the sleep is Idle's (progress
+// that completes it wakes sleepers).
+func (t *Transport) IdleFor(p pt2pt.Op) {
+	if t.nwork.Load() > 0 || t.fi == nil {
+		t.Idle()
+		return
+	}
+	var in pt2pt.Op
+	if o, ok := p.(*op); ok && o.state.Load() == stPosted {
+		in = o.inner
+	}
+	t.fi.IdleFor(in)
 }
 
 // advance steps every pending operation once.
