@@ -797,22 +797,17 @@ func (t *Transport) Idle() {
 	t.inner.Idle()
 }
 
-// IdleFor is Idle made conditional on p, as the wrapped transport's
+// IdleFor is Idle made conditional on p, through the wrapped transport's
 // IdleFor: a wait must not sleep through its operation's completion by
 // another goroutine (a send to this rank, or its progress) between its
-// last look and the sleep. p's transport operation stands for it while p
-// is in its first phase; in a later one the sleep is Idle's (progress
-// that completes it wakes sleepers).
+// last look and the sleep. That IdleFor asks p itself (Done), whatever
+// phase p is in.
 func (t *Transport) IdleFor(p pt2pt.Op) {
 	if t.nwork.Load() > 0 || t.fi == nil {
 		t.Idle()
 		return
 	}
-	var in pt2pt.Op
-	if o, ok := p.(*op); ok && o.state.Load() == stPosted {
-		in = o.inner
-	}
-	t.fi.IdleFor(in)
+	t.fi.IdleFor(p)
 }
 
 // advance steps every pending operation once.
