@@ -142,13 +142,7 @@ func (t *Transport) overlapsRecv(m pt2pt.Mem) bool {
 
 // unregisterRecvLocked takes o off the outstanding receives. t.mu held.
 func (t *Transport) unregisterRecvLocked(o *op) {
-	if i := o.ridx; i >= 0 {
-		last := len(t.recvs) - 1
-		t.recvs[i] = t.recvs[last]
-		t.recvs[i].ridx = i
-		t.recvs[last] = nil
-		t.recvs = t.recvs[:last]
-		o.ridx = -1
+	if swapRemove(&t.recvs, o, func(o *op) *int { return &o.ridx }) {
 		t.nrecvs.Add(-1)
 	}
 }

@@ -591,15 +591,26 @@ func (t *Transport) newRecv(m pt2pt.Mem) *op {
 
 // unpostLocked takes o off the posted list. t.mu held.
 func (t *Transport) unpostLocked(o *op) {
-	if i := o.pidx; i >= 0 {
-		last := len(t.posted) - 1
-		t.posted[i] = t.posted[last]
-		t.posted[i].pidx = i
-		t.posted[last] = nil
-		t.posted = t.posted[:last]
-		o.pidx = -1
+	if swapRemove(&t.posted, o, func(o *op) *int { return &o.pidx }) {
 		t.nposted.Add(-1)
 	}
+}
+
+// swapRemove takes o off list, where at(o) is its index (-1: not listed),
+// moving the last element into its place; it reports whether o was there.
+func swapRemove(list *[]*op, o *op, at func(*op) *int) bool {
+	i := *at(o)
+	if i < 0 {
+		return false
+	}
+	l := *list
+	last := len(l) - 1
+	l[i] = l[last]
+	*at(l[i]) = i
+	l[last] = nil
+	*list = l[:last]
+	*at(o) = -1
+	return true
 }
 
 func (t *Transport) takeStash(tag, mask uint64) (stashed, bool) {
