@@ -330,10 +330,13 @@ func (q *Queue) reachedFlag() (reached uint32, open bool) {
 // one not done: the stream waits there, so nothing later has been reached.
 func (q *Queue) advance(reached uint32) (progressed bool) {
 	for {
-		ent := q.head()
-		if ent == nil {
+		q.mu.Lock()
+		if len(q.ops) == 0 {
+			q.mu.Unlock()
 			return progressed
 		}
+		ent := q.ops[0]
+		q.mu.Unlock()
 		finished := false
 		var err error
 		if !ent.started {
@@ -351,23 +354,14 @@ func (q *Queue) advance(reached uint32) (progressed bool) {
 			finished, err = true, perr
 		}
 		if finished {
-			q.complete(ent, err)
+			q.finish(ent, err)
+			if q.st.on && ent.op.Block {
+				q.timeRan(ent)
+			}
 		}
 		q.release(ent, finished)
 		progressed = true
 	}
-}
-
-// head is the oldest operation the stream has not been released from, or
-// nil.
-func (q *Queue) head() *entry {
-	q.mu.Lock()
-	var ent *entry
-	if len(q.ops) > 0 {
-		ent = q.ops[0]
-	}
-	q.mu.Unlock()
-	return ent
 }
 
 // start starts an operation the stream has reached; it is finished already
@@ -386,14 +380,12 @@ func (q *Queue) start(ent *entry) (finished bool, err error) {
 	return err != nil || ent.poll == nil, err
 }
 
-// complete finishes an operation of ops and times a blocking one.
-func (q *Queue) complete(ent *entry, err error) {
-	q.finish(ent, err)
-	if q.st.on && ent.op.Block {
-		now := time.Now()
-		q.st.ran(ent.t0, ent.t1, now)
-		q.st.lastGo = now
-	}
+// timeRan records a finished blocking operation's times
+// (GOMPIX_STREAM_STATS).
+func (q *Queue) timeRan(ent *entry) {
+	now := time.Now()
+	q.st.ran(ent.t0, ent.t1, now)
+	q.st.lastGo = now
 }
 
 // release lets the stream go past ent, the head of ops, and removes it
