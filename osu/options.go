@@ -258,12 +258,12 @@ func (o *Options) setTailPercentiles(b *Benchmark, opt, arg string, hasArg bool)
 // argument attached or following, long options with "--name[=value]".
 // Words that are not options (the "SRC DST" buffer placement) may come
 // before, between or after the options; after "--" every word is one.
-// A getopt loop rather than pflag, which reads no attached optional value
-// (-z50, -cVALUE) and cannot tell "-m" from "--message-size" in an error.
+// b's options are a pflag set (Flags); getoptForms first rewrites the
+// getopt spellings pflag reads differently.
 func Parse(b *Benchmark, args []string) (Options, error) {
 	o := defaults(b)
-	positional, stopped, err := o.parseWords(b, args)
-	if err != nil || stopped {
+	positional, err := o.parseFlags(b, args)
+	if err != nil || o.Help || o.Version {
 		return o, err
 	}
 	if err := o.placement(b, positional); err != nil {
@@ -276,100 +276,6 @@ func Parse(b *Benchmark, args []string) (Options, error) {
 		o.ValidationWarmup = 0
 	}
 	return o, nil
-}
-
-// parseWords applies the options in args in order and returns the other
-// words; stopped: -h or -v ended parsing there, as in OSU.
-func (o *Options) parseWords(b *Benchmark, args []string) (positional []string, stopped bool, err error) {
-	allowed := b.optstring()
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			return append(positional, args[i+1:]...), false, nil
-		case !strings.HasPrefix(a, "-") || a == "-":
-			positional = append(positional, a)
-			continue
-		case strings.HasPrefix(a, "--"):
-			i, err = o.longOption(b, allowed, args, i)
-		default:
-			i, err = o.shortOptions(b, allowed, args, i)
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if o.Help || o.Version {
-			return nil, true, nil
-		}
-	}
-	return positional, false, nil
-}
-
-// longOption applies args[i], a long option ("--name", "--name=value", or
-// "--name value" for one that requires a value), and returns the index of
-// the last word it used.
-func (o *Options) longOption(b *Benchmark, allowed string, args []string, i int) (int, error) {
-	name, val, hasVal := strings.Cut(args[i][2:], "=")
-	opt := "--" + name
-	spec, ok := findLong(name)
-	if !ok || (spec.short != 0 && !strings.ContainsRune(allowed, rune(spec.short))) ||
-		(spec.short == 0 && !b.allowsLong(name)) {
-		return i, &UsageError{Message: "Invalid option", Opt: opt}
-	}
-	switch spec.arg {
-	case noArg:
-		if hasVal {
-			return i, &UsageError{Message: "Option takes no argument", Opt: opt, Arg: val}
-		}
-	case reqArg:
-		if !hasVal {
-			if i+1 >= len(args) {
-				return i, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
-			}
-			i++
-			val = args[i]
-		}
-	}
-	return i, o.apply(b, spec, opt, val, hasVal || spec.arg == reqArg)
-}
-
-// shortOptions applies args[i], a cluster of short options (-fc, -m1:4, or
-// -m 1:4 with the value in the next word), and returns the index of the
-// last word it used. It stops after -h or -v.
-func (o *Options) shortOptions(b *Benchmark, allowed string, args []string, i int) (int, error) {
-	a := args[i]
-	for j := 1; j < len(a); j++ {
-		c := a[j]
-		opt := "-" + string(c)
-		spec, ok := findShort(c)
-		if !ok || !strings.ContainsRune(allowed, rune(c)) {
-			return i, &UsageError{Message: "Invalid option", Opt: opt}
-		}
-		val, hasVal := "", false
-		switch spec.arg {
-		case reqArg:
-			if j+1 < len(a) {
-				val = a[j+1:]
-			} else if i+1 < len(args) {
-				i++
-				val = args[i]
-			} else {
-				return i, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
-			}
-			hasVal, j = true, len(a)
-		case optArg:
-			if j+1 < len(a) {
-				val, hasVal, j = a[j+1:], true, len(a)
-			}
-		}
-		if err := o.apply(b, spec, opt, val, hasVal); err != nil {
-			return i, err
-		}
-		if o.Help || o.Version {
-			return i, nil
-		}
-	}
-	return i, nil
 }
 
 func findLong(name string) (optSpec, bool) {
