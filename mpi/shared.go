@@ -173,13 +173,7 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	all, cmaSlow := false, false
 	if err == nil {
-		var agreed []bool
-		if agreed, err = coll.SetupAgreeEach(cm, []bool{seg != nil && name[0] != 0, pids != nil, pids != nil && shm.CMASlow()}, tag); err == nil {
-			all, cmaSlow = agreed[0], agreed[2]
-			if !agreed[1] {
-				pids = nil
-			}
-		}
+		all, pids, cmaSlow, err = agreeShared(cm, tag, seg != nil && name[0] != 0, pids)
 	}
 	runtime.KeepAlive(probe) // read by the peers until the agreement
 	if c.Rank() == 0 && seg != nil {
@@ -197,6 +191,20 @@ func (c *Comm) setupShared(st *coll.State) error {
 	}
 	c.coll.shared = seg
 	return nil
+}
+
+// agreeShared is setupShared's one agreement: whether every rank mapped
+// the segment (mapped), may use single copy (pids, nil where not; nil
+// again unless all may), and whether a CMA read is dear.
+func agreeShared(cm collComm, tag int, mapped bool, pids []int) (all bool, cmaPids []int, cmaSlow bool, err error) {
+	agreed, err := coll.SetupAgreeEach(cm, []bool{mapped, pids != nil, pids != nil && shm.CMASlow()}, tag)
+	if err != nil {
+		return false, nil, false, err
+	}
+	if !agreed[1] {
+		pids = nil
+	}
+	return agreed[0], pids, agreed[2], nil
 }
 
 // putRecordCPU writes cpu (-1: not bound to one) into a set-up record.
