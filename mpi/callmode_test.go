@@ -20,7 +20,7 @@ func init() { scenarios["ucx-call-mode"] = ucxCallMode }
 // nonblocking collectives then arrive whole.
 func ucxCallMode(w *Comm) error {
 	want := os.Getenv("GOMPIX_UCX_FASTCALL") != "0" && runtime.GOARCH == "amd64"
-	if got := cur.ucx.FastCalls(); got != want {
+	if got := cur.rt.UCX.FastCalls(); got != want {
 		return errorf("fast calls %v, want %v (GOMPIX_UCX_FASTCALL=%q)", got, want, os.Getenv("GOMPIX_UCX_FASTCALL"))
 	}
 	if err := pingpongSizes(w); err != nil {

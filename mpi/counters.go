@@ -1,10 +1,6 @@
 package mpi
 
-import (
-	"github.com/gompix/gompix/coll"
-	gpucoll "github.com/gompix/gompix/coll/gpu"
-	gpupath "github.com/gompix/gompix/pt2pt/gpu"
-)
+import "github.com/gompix/gompix/mpi/internal/core"
 
 // Counters are this process's data-movement counters: where reductions ran
 // and which device bytes went through host memory, and why. They make the
@@ -33,16 +29,7 @@ type Counters struct {
 }
 
 // ReadCounters returns the counters' current values.
-func ReadCounters() Counters {
-	c := Counters{
-		HostReducedBytes:   coll.HostReducedBytes(),
-		DeviceReducedBytes: gpucoll.DeviceReducedBytes(),
-		StagedBytes:        gpupath.StagedBytes(),
-		SingleCopyBytes:    coll.SingleCopyBytes(),
-	}
-	c.DirectFused, c.DirectStaged, c.DirectMapped = gpucoll.DirectCalls()
-	return c
-}
+func ReadCounters() Counters { return Counters(core.ReadCounters()) }
 
 // Staged sums StagedBytes.
 func (c Counters) Staged() int64 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/internal/wireup"
+	"github.com/gompix/gompix/mpi/internal/core"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 )
@@ -20,12 +21,12 @@ import (
 func init() {
 	scenarios["gpu_p2p"] = scenarioGPUP2P(gpuSizes)
 	if os.Getenv(wrapEnv) == "1" {
-		driverPresent = func() bool { return true }
+		core.DriverPresent = func() bool { return true }
 	}
 }
 
 // wrapEnv makes a test job's ranks give the protocol over UCX the GPU
-// mover as on a GPU machine (driverPresent), without a driver.
+// mover as on a GPU machine (core.DriverPresent), without a driver.
 const wrapEnv = "GOMPIX_TEST_GPU_DECORATOR"
 
 // TestP2PThroughGPUDecorator runs the host point-to-point suite over UCX

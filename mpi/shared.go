@@ -80,6 +80,11 @@ func fitSlot(p, slot int) int {
 // unlink leaks nothing.
 var segmentPrefix = "gompix-"
 
+// crowdedCPU is the CPU Init bound this process to where its node's ranks
+// outnumber its CPUs, -1 where it did not (core.Runtime.CrowdedCPU): the
+// peers learn it and so which of them share a CPU (coll.Shared.CPUs).
+var crowdedCPU = -1
+
 // nodeOversubscribed reports whether this node runs more ranks than it has
 // cores (set by Init): a rank waiting in a shared-memory collective then
 // gives its core away early.

@@ -14,6 +14,7 @@ import (
 	"github.com/gompix/gompix/internal/cudadrv/fake"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/kernels"
+	"github.com/gompix/gompix/mpi/internal/core"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 	"github.com/gompix/gompix/pt2pt/inproc"
@@ -1038,7 +1039,7 @@ func init() {
 	if os.Getenv(fakeGPUEnv) == "1" {
 		d := fake.New(fake.Options{Devices: 2, TotalMem: 4 << 30, Kernels: kernels.HostKernel})
 		openGPU = func() (cudadrv.Driver, error) { return d, nil }
-		driverPresent = func() bool { return true }
+		core.DriverPresent = func() bool { return true }
 	}
 }
 

@@ -1,4 +1,4 @@
-package mpi
+package core
 
 import (
 	"runtime"
@@ -27,13 +27,13 @@ func bindRank(localRank, localSize int) {
 // CPU runs a fixed set of ranks instead of the kernel moving them
 // (internal/cpubind says why). A system where that cannot be done keeps
 // running unbound.
-func bindCrowdedRank(localRank int) {
+//
+// It returns the CPU, -1 where it bound none: the shared-memory
+// collectives' peers learn it (Runtime.CrowdedCPU) and so which of them
+// share a CPU (coll.Shared.CPUs).
+func bindCrowdedRank(localRank int) int {
 	if cpu, ok, err := cpubind.ForCrowdedRank(localRank); err == nil && ok && cpubind.BindProcess(cpu) == nil {
-		crowdedCPU = cpu
+		return cpu
 	}
+	return -1
 }
-
-// crowdedCPU is the CPU bindCrowdedRank bound this process to, -1 where
-// it did not: the shared-memory collectives' peers learn it (setupShared)
-// and so which of them share a CPU (coll.Shared.CPUs).
-var crowdedCPU = -1

@@ -1,4 +1,4 @@
-package mpi
+package core
 
 import (
 	"testing"
@@ -15,7 +15,7 @@ func TestSettleScheduler(t *testing.T) {
 		t.Errorf("settle of 15ms returned after %v", got)
 	}
 	t.Setenv("GOMPIX_INIT_SETTLE", "soon")
-	if _, err := start(); err == nil {
+	if _, err := Start(Hooks{}); err == nil {
 		t.Fatal("GOMPIX_INIT_SETTLE=soon: start succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package mpi
+package core
 
 import (
 	"testing"
@@ -13,10 +13,10 @@ import (
 // message takes the same rendezvous with or without a GPU driver; only
 // the device mover depends on the driver.
 func TestWrapInstallsProtocolEverywhere(t *testing.T) {
-	old := driverPresent
-	defer func() { driverPresent = old }()
+	old := DriverPresent
+	defer func() { DriverPresent = old }()
 	for _, present := range []bool{false, true} {
-		driverPresent = func() bool { return present }
+		DriverPresent = func() bool { return present }
 		tr, ok := wrapGPU(inproc.NewFabric(1).Transport(0), gpupath.Config{}).(*rndv.Transport)
 		if !ok {
 			t.Fatalf("driver present %v: the transport is not wrapped in the protocol", present)
