@@ -29,13 +29,6 @@ type Counters struct {
 }
 
 // ReadCounters returns the counters' current values.
-func ReadCounters() Counters { return Counters(core.ReadCounters()) }
-
-// Staged sums StagedBytes.
-func (c Counters) Staged() int64 {
-	var n int64
-	for _, v := range c.StagedBytes {
-		n += v
-	}
-	return n
+func ReadCounters() Counters {
+	return Counters(core.ReadCounters())
 }
