@@ -95,3 +95,9 @@ func streamList(ss []*Stream) []*core.Stream {
 func statuses(sts []core.Status) []Status {
 	return unsafe.Slice((*Status)(unsafe.Pointer(unsafe.SliceData(sts))), len(sts))
 }
+
+// coreStatus is s as core's Status (the same fields), so that core's result
+// is stored into the caller's result in place: a Status copied whole goes
+// through memory with loads wider than the stores that wrote it, a
+// store-forwarding stall on every receive.
+func coreStatus(s *Status) *core.Status { return (*core.Status)(unsafe.Pointer(s)) }

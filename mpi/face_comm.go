@@ -42,15 +42,15 @@ func CountOf[T Elem](s Status) int {
 type Request core.Request
 
 // Wait blocks until the operation completes and returns its status.
-func (r *Request) Wait() (Status, error) {
-	r0, r1 := (*core.Request)(r).Wait()
-	return Status(r0), face(r1)
+func (r *Request) Wait() (s Status, err error) {
+	*coreStatus(&s), err = (*core.Request)(r).Wait()
+	return s, face(err)
 }
 
 // Test reports whether the operation has completed, making progress.
-func (r *Request) Test() (bool, Status, error) {
-	r0, r1, r2 := (*core.Request)(r).Test()
-	return r0, Status(r1), face(r2)
+func (r *Request) Test() (done bool, s Status, err error) {
+	done, *coreStatus(&s), err = (*core.Request)(r).Test()
+	return done, s, face(err)
 }
 
 // Cancel asks for a pending receive to be cancelled; Wait then reports
@@ -102,8 +102,8 @@ func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
 // message larger than buf fails with ErrTruncate; the status then gives the
 // message's real size.
 func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
-	r0, r1 := (*core.Comm)(c).Recv(cb(buf), src, tag)
-	return Status(r0), face(r1)
+	err = (*core.Comm)(c).RecvInto(coreStatus(&s), cb(buf), src, tag)
+	return s, face(err)
 }
 
 // Isend starts a standard-mode send.
@@ -132,9 +132,9 @@ func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 // known to be good: having left, it cannot take part in a deadlock, and the
 // receive then takes Recv's path (an in-call poll, no pin when the message
 // comes in time), the way a barrier's exchange works.
-func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
-	r0, r1 := (*core.Comm)(c).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
-	return Status(r0), face(r1)
+func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (s Status, err error) {
+	*coreStatus(&s), err = (*core.Comm)(c).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
+	return s, face(err)
 }
 
 // Probe blocks until a message from src with tag can be received and

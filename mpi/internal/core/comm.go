@@ -436,11 +436,20 @@ func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
 // message larger than buf fails with ErrTruncate; the status then gives the
 // message's real size.
 func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
+	err = c.RecvInto(&s, buf, src, tag)
+	return s, err
+}
+
+// RecvInto is Recv with the status filled in *s, in place (package mpi's
+// Recv hands it its own result: setStatus says why).
+func (c *Comm) RecvInto(s *Status, buf Buffer, src, tag int) error {
 	if err := c.check("recv"); err != nil {
-		return Status{}, err
+		*s = Status{}
+		return err
 	}
 	if err := checkBuf("recv", buf); err != nil {
-		return Status{}, err
+		*s = Status{}
+		return err
 	}
 	// A message that is there or comes within a short poll is received in
 	// one transport call that leaves nothing posted, so the buffer needs no
@@ -454,7 +463,7 @@ func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
 		unpin(p)
 	}
 	s.set(st, buf.Type().Size())
-	return s, face(err)
+	return face(err)
 }
 
 // Isend starts a standard-mode send.
