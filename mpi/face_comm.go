@@ -42,13 +42,20 @@ func CountOf[T Elem](s Status) int {
 type Request core.Request
 
 // Wait blocks until the operation completes and returns its status.
-func (r *Request) Wait() (s Status, err error) {
+func (r *Request) Wait() (Status, error) {
+	var s Status
+	var err error
 	*coreStatus(&s), err = (*core.Request)(r).Wait()
 	return s, face(err)
 }
 
 // Test reports whether the operation has completed, making progress.
-func (r *Request) Test() (done bool, s Status, err error) {
+func (r *Request) Test() (bool, Status, error) {
+	var (
+		done bool
+		s    Status
+		err  error
+	)
 	done, *coreStatus(&s), err = (*core.Request)(r).Test()
 	return done, s, face(err)
 }
@@ -132,7 +139,9 @@ func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 // known to be good: having left, it cannot take part in a deadlock, and the
 // receive then takes Recv's path (an in-call poll, no pin when the message
 // comes in time), the way a barrier's exchange works.
-func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (s Status, err error) {
+func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
+	var s Status
+	var err error
 	*coreStatus(&s), err = (*core.Comm)(c).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
 	return s, face(err)
 }

@@ -21,9 +21,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 type SplitKind int
 
 // SplitShared groups the ranks that share a node (MPI_COMM_TYPE_SHARED).
-const (
-	SplitShared = SplitKind(core.SplitShared)
-)
+const SplitShared SplitKind = 1
 
 // SplitType splits c by a property of the ranks; SplitShared puts the ranks
 // of each node together, ordered by key.

@@ -6,9 +6,7 @@ import "github.com/gompix/gompix/mpi/internal/core"
 // that has no usable CUDA driver or no GPU. It is the driver layer's own
 // value, so the driver's report (library missing, build without cgo, no
 // device) stays underneath for the message.
-var (
-	ErrNoGPU error = core.ErrNoGPU
-)
+var ErrNoGPU error = core.ErrNoGPU
 
 // DeviceCount is the number of GPUs this process can use; 0 without a
 // driver. The first device call opens the driver.

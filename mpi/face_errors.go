@@ -38,9 +38,9 @@ type Error struct {
 
 // Wildcards and the null process.
 const (
-	AnySource = core.AnySource
-	AnyTag    = core.AnyTag
-	ProcNull  = core.ProcNull
+	AnySource = -1
+	AnyTag    = -1
+	ProcNull  = -2
 	// TagUB is the largest valid tag.
-	TagUB = core.TagUB
+	TagUB = 1<<24 - 1
 )

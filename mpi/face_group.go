@@ -8,9 +8,7 @@ type Group core.Group
 
 // Undefined is MPI_UNDEFINED: the rank of a process not in a group, and the
 // colour that leaves a process out of Split.
-const (
-	Undefined = core.Undefined
-)
+const Undefined = -32766
 
 // Group returns c's group.
 func (c *Comm) Group() *Group {
@@ -66,10 +64,10 @@ type Comparison int
 
 // Comparison results, as MPI defines them.
 const (
-	Ident     = Comparison(core.Ident)
-	Congruent = Comparison(core.Congruent)
-	Similar   = Comparison(core.Similar)
-	Unequal   = Comparison(core.Unequal)
+	Ident Comparison = iota
+	Congruent
+	Similar
+	Unequal
 )
 
 // Compare compares two groups: Ident (same members, same order), Similar

@@ -5,9 +5,7 @@ import "github.com/gompix/gompix/mpi/internal/core"
 // MaxMultiplexStreams is the most streams one rank may bind to a
 // MultiplexComm. Each ordered pair of stream indices gets its own matching
 // context, so a communicator costs MaxMultiplexStreams² contexts at most.
-const (
-	MaxMultiplexStreams = core.MaxMultiplexStreams
-)
+const MaxMultiplexStreams = 8
 
 // MultiplexComm is a communicator bound to several streams per rank
 // (MPIX_Stream_comm_create_multiplex). A point-to-point operation names
