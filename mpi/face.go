@@ -7,10 +7,12 @@ import (
 )
 
 // mpi is the face of mpi/internal/core, which holds the runtime: every
-// exported type here is core's under a type of mpi's own (a defined
-// type over core's, or a struct of the same fields), so that a call is
-// one conversion and one direct call, and no exported name mentions a
-// type of the layers below.
+// exported type here is core's under a type of mpi's own (a struct whose
+// one field is core's type, so that pointers convert in place; a struct of
+// the same fields for Status, Error and Counters; a wrapper for StreamComm
+// and MultiplexComm, whose embedded Comm is mpi's), so that a call converts
+// without copying and calls core directly, and no exported name mentions
+// a type of the layers below.
 
 // Elem is the closed set of element types gompix moves and reduces.
 type Elem interface {
@@ -44,17 +46,17 @@ func cb(b Buffer) core.Buffer {
 }
 
 // Data returns the wrapped slice.
-func (b *HostBuffer[T]) Data() []T { return (*core.HostBuffer[T])(b).Data() }
+func (b *HostBuffer[T]) Data() []T { return coreHost(b).Data() }
 
 // Len is the number of elements.
-func (b *HostBuffer[T]) Len() int { return (*core.HostBuffer[T])(b).Len() }
+func (b *HostBuffer[T]) Len() int { return coreHost(b).Len() }
 
 // Type is the element type.
-func (b *HostBuffer[T]) Type() Type { return Type((*core.HostBuffer[T])(b).Type()) }
+func (b *HostBuffer[T]) Type() Type { return Type{coreHost(b).Type()} }
 
-func (b *HostBuffer[T]) cb() core.Buffer { return (*core.HostBuffer[T])(b) }
+func (b *HostBuffer[T]) cb() core.Buffer { return coreHost(b) }
 
-func (b *DeviceBuffer[T]) cb() core.Buffer { return (*core.DeviceBuffer[T])(b) }
+func (b *DeviceBuffer[T]) cb() core.Buffer { return coreDevice(b) }
 
 // face turns core's operation error into mpi's *Error (the same fields,
 // the same memory); other errors, nil included, pass unchanged.
@@ -101,3 +103,46 @@ func statuses(sts []core.Status) []Status {
 // through memory with loads wider than the stores that wrote it, a
 // store-forwarding stall on every receive.
 func coreStatus(s *Status) *core.Status { return (*core.Status)(unsafe.Pointer(s)) }
+
+// Each type below is a struct of one field, core's type, so that a pointer
+// to one is a pointer to the other (the same memory and layout): these
+// convert between them without a copy or an allocation.
+
+func coreComm(c *Comm) *core.Comm { return (*core.Comm)(unsafe.Pointer(c)) }
+func faceComm(c *core.Comm) *Comm { return (*Comm)(unsafe.Pointer(c)) }
+
+func coreRequest(r *Request) *core.Request { return (*core.Request)(unsafe.Pointer(r)) }
+func faceRequest(r *core.Request) *Request { return (*Request)(unsafe.Pointer(r)) }
+
+func coreGroup(g *Group) *core.Group { return (*core.Group)(unsafe.Pointer(g)) }
+func faceGroup(g *core.Group) *Group { return (*Group)(unsafe.Pointer(g)) }
+
+func coreStream(s *Stream) *core.Stream { return (*core.Stream)(unsafe.Pointer(s)) }
+func faceStream(s *core.Stream) *Stream { return (*Stream)(unsafe.Pointer(s)) }
+
+func coreEvent(e *Event) *core.Event { return (*core.Event)(unsafe.Pointer(e)) }
+func faceEvent(e *core.Event) *Event { return (*Event)(unsafe.Pointer(e)) }
+
+func coreStreamRequest(r *StreamRequest) *core.StreamRequest {
+	return (*core.StreamRequest)(unsafe.Pointer(r))
+}
+
+func faceStreamRequest(r *core.StreamRequest) *StreamRequest {
+	return (*StreamRequest)(unsafe.Pointer(r))
+}
+
+func coreHost[T Elem](b *HostBuffer[T]) *core.HostBuffer[T] {
+	return (*core.HostBuffer[T])(unsafe.Pointer(b))
+}
+
+func faceHost[T Elem](b *core.HostBuffer[T]) *HostBuffer[T] {
+	return (*HostBuffer[T])(unsafe.Pointer(b))
+}
+
+func coreDevice[T Elem](b *DeviceBuffer[T]) *core.DeviceBuffer[T] {
+	return (*core.DeviceBuffer[T])(unsafe.Pointer(b))
+}
+
+func faceDevice[T Elem](b *core.DeviceBuffer[T]) *DeviceBuffer[T] {
+	return (*DeviceBuffer[T])(unsafe.Pointer(b))
+}

@@ -11,26 +11,26 @@ type BFloat16 uint16
 
 // Type is an element type: what Buffer.Type and TypeOf report. Types are
 // comparable; the zero Type is untyped bytes (InPlace's).
-type Type core.Type
+type Type struct{ in core.Type }
 
 // Size is the size of one element in bytes.
 func (t Type) Size() int {
-	return core.Type(t).Size()
+	return t.in.Size()
 }
 
 func (t Type) String() string {
-	return core.Type(t).String()
+	return t.in.String()
 }
 
 // TypeOf returns the element type T (int and uint are 64-bit).
 func TypeOf[T Elem]() Type {
-	return Type(core.TypeOf[T]())
+	return Type{core.TypeOf[T]()}
 }
 
 // HostBuffer is a Buffer over a Go slice.
-type HostBuffer[T Elem] core.HostBuffer[T]
+type HostBuffer[T Elem] struct{ in core.HostBuffer[T] }
 
 // Slice wraps a Go slice as a message buffer. The buffer aliases s.
 func Slice[T Elem](s []T) *HostBuffer[T] {
-	return (*HostBuffer[T])(core.Slice[T](s))
+	return faceHost(core.Slice[T](s))
 }

@@ -4,18 +4,18 @@ import "github.com/gompix/gompix/mpi/internal/core"
 
 // Comm is a communicator: an ordered group of ranks with a private
 // matching context.
-type Comm core.Comm
+type Comm struct{ in core.Comm }
 
 // Rank is the calling process's rank in c; Undefined for a nil communicator
 // and World() before Init. It stays readable after Finalize.
 func (c *Comm) Rank() int {
-	return (*core.Comm)(c).Rank()
+	return coreComm(c).Rank()
 }
 
 // Size is the number of ranks in c; 0 for a nil communicator and World()
 // before Init.
 func (c *Comm) Size() int {
-	return (*core.Comm)(c).Size()
+	return coreComm(c).Size()
 }
 
 // Status describes a received or probed message.
@@ -39,13 +39,13 @@ func CountOf[T Elem](s Status) int {
 }
 
 // Request is a nonblocking operation in flight.
-type Request core.Request
+type Request struct{ in core.Request }
 
 // Wait blocks until the operation completes and returns its status.
 func (r *Request) Wait() (Status, error) {
 	var s Status
 	var err error
-	*coreStatus(&s), err = (*core.Request)(r).Wait()
+	*coreStatus(&s), err = coreRequest(r).Wait()
 	return s, face(err)
 }
 
@@ -56,21 +56,21 @@ func (r *Request) Test() (bool, Status, error) {
 		s    Status
 		err  error
 	)
-	done, *coreStatus(&s), err = (*core.Request)(r).Test()
+	done, *coreStatus(&s), err = coreRequest(r).Test()
 	return done, s, face(err)
 }
 
 // Cancel asks for a pending receive to be cancelled; Wait then reports
 // Status.Cancelled. Sends cannot be cancelled (they complete normally).
 func (r *Request) Cancel() {
-	(*core.Request)(r).Cancel()
+	coreRequest(r).Cancel()
 }
 
 // Free releases the request without waiting (MPI_Request_free). The
 // operation completes in the background; a receive buffer stays pinned
 // until then.
 func (r *Request) Free() {
-	(*core.Request)(r).Free()
+	coreRequest(r).Free()
 }
 
 // Waitall waits for every request and returns their statuses and the first
@@ -96,39 +96,39 @@ func Waitany(rs ...*Request) (int, Status, error) {
 
 // Send sends buf to rank dest with tag (blocking, standard mode).
 func (c *Comm) Send(buf Buffer, dest, tag int) error {
-	return face((*core.Comm)(c).Send(cb(buf), dest, tag))
+	return face(coreComm(c).Send(cb(buf), dest, tag))
 }
 
 // Ssend sends in synchronous mode: it returns once the receiver has
 // matched the message.
 func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
-	return face((*core.Comm)(c).Ssend(cb(buf), dest, tag))
+	return face(coreComm(c).Ssend(cb(buf), dest, tag))
 }
 
 // Recv receives into buf from src (or AnySource) with tag (or AnyTag). A
 // message larger than buf fails with ErrTruncate; the status then gives the
 // message's real size.
 func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
-	err = (*core.Comm)(c).RecvInto(coreStatus(&s), cb(buf), src, tag)
+	err = coreComm(c).RecvInto(coreStatus(&s), cb(buf), src, tag)
 	return s, face(err)
 }
 
 // Isend starts a standard-mode send.
 func (c *Comm) Isend(buf Buffer, dest, tag int) (*Request, error) {
-	r0, r1 := (*core.Comm)(c).Isend(cb(buf), dest, tag)
-	return (*Request)(r0), face(r1)
+	r0, r1 := coreComm(c).Isend(cb(buf), dest, tag)
+	return faceRequest(r0), face(r1)
 }
 
 // Issend starts a synchronous-mode send.
 func (c *Comm) Issend(buf Buffer, dest, tag int) (*Request, error) {
-	r0, r1 := (*core.Comm)(c).Issend(cb(buf), dest, tag)
-	return (*Request)(r0), face(r1)
+	r0, r1 := coreComm(c).Issend(cb(buf), dest, tag)
+	return faceRequest(r0), face(r1)
 }
 
 // Irecv starts a receive.
 func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
-	r0, r1 := (*core.Comm)(c).Irecv(cb(buf), src, tag)
-	return (*Request)(r0), face(r1)
+	r0, r1 := coreComm(c).Irecv(cb(buf), src, tag)
+	return faceRequest(r0), face(r1)
 }
 
 // Sendrecv sends sendbuf to dest and receives into recvbuf from src, both
@@ -142,19 +142,19 @@ func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
 	var s Status
 	var err error
-	*coreStatus(&s), err = (*core.Comm)(c).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
+	*coreStatus(&s), err = coreComm(c).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
 	return s, face(err)
 }
 
 // Probe blocks until a message from src with tag can be received and
 // describes it (use CountOf to size the buffer).
 func (c *Comm) Probe(src, tag int) (Status, error) {
-	r0, r1 := (*core.Comm)(c).Probe(src, tag)
+	r0, r1 := coreComm(c).Probe(src, tag)
 	return Status(r0), face(r1)
 }
 
 // Iprobe is the nonblocking Probe.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
-	r0, r1, r2 := (*core.Comm)(c).Iprobe(src, tag)
+	r0, r1, r2 := coreComm(c).Iprobe(src, tag)
 	return Status(r0), r1, face(r2)
 }

@@ -45,29 +45,29 @@ func CurrentDevice() (int, error) {
 // when CopyFromHost returns, the data is on the device. Like any MPI buffer,
 // a DeviceBuffer must not be freed or written while a nonblocking operation
 // on it is pending.
-type DeviceBuffer[T Elem] core.DeviceBuffer[T]
+type DeviceBuffer[T Elem] struct{ in core.DeviceBuffer[T] }
 
 // AllocDevice allocates n elements of T on the current device
 // (CurrentDevice). The memory is not initialised; use Zero or CopyFromHost.
 // n == 0 gives an empty buffer that holds no device memory.
 func AllocDevice[T Elem](n int) (*DeviceBuffer[T], error) {
 	r0, r1 := core.AllocDevice[T](n)
-	return (*DeviceBuffer[T])(r0), face(r1)
+	return faceDevice(r0), face(r1)
 }
 
 // Len is the number of elements.
 func (b *DeviceBuffer[T]) Len() int {
-	return (*core.DeviceBuffer[T])(b).Len()
+	return coreDevice(b).Len()
 }
 
 // Type is the element type.
 func (b *DeviceBuffer[T]) Type() Type {
-	return Type((*core.DeviceBuffer[T])(b).Type())
+	return Type{coreDevice(b).Type()}
 }
 
 // Device is the ordinal of the GPU holding the buffer (-1 for a nil buffer).
 func (b *DeviceBuffer[T]) Device() int {
-	return (*core.DeviceBuffer[T])(b).Device()
+	return coreDevice(b).Device()
 }
 
 // Free releases the device memory. Freeing twice, or freeing a view (free
@@ -76,31 +76,31 @@ func (b *DeviceBuffer[T]) Device() int {
 // failure is returned, but the buffer counts as freed all the same, since
 // retrying cannot help.
 func (b *DeviceBuffer[T]) Free() error {
-	return face((*core.DeviceBuffer[T])(b).Free())
+	return face(coreDevice(b).Free())
 }
 
 // CopyFromHost copies src to the device; len(src) must equal Len (else
 // ErrCount). It returns when the data is on the device.
 func (b *DeviceBuffer[T]) CopyFromHost(src []T) error {
-	return face((*core.DeviceBuffer[T])(b).CopyFromHost(src))
+	return face(coreDevice(b).CopyFromHost(src))
 }
 
 // CopyToHost copies the buffer into dst; len(dst) must equal Len (else
 // ErrCount).
 func (b *DeviceBuffer[T]) CopyToHost(dst []T) error {
-	return face((*core.DeviceBuffer[T])(b).CopyToHost(dst))
+	return face(coreDevice(b).CopyToHost(dst))
 }
 
 // Memset sets every byte of the buffer to value (cuMemsetD8) and waits for
 // it, so that a following copy or operation sees the result.
 func (b *DeviceBuffer[T]) Memset(value byte) error {
-	return face((*core.DeviceBuffer[T])(b).Memset(value))
+	return face(coreDevice(b).Memset(value))
 }
 
 // Zero sets every element to zero (all element types are zero when all
 // their bytes are).
 func (b *DeviceBuffer[T]) Zero() error {
-	return face((*core.DeviceBuffer[T])(b).Zero())
+	return face(coreDevice(b).Zero())
 }
 
 // Slice returns a view of elements [off, off+n) sharing b's allocation, for
@@ -108,6 +108,6 @@ func (b *DeviceBuffer[T]) Zero() error {
 // [0, Len) is an ErrBuffer error. The view cannot be freed itself and
 // becomes unusable when the allocation is freed.
 func (b *DeviceBuffer[T]) Slice(off, n int) (*DeviceBuffer[T], error) {
-	r0, r1 := (*core.DeviceBuffer[T])(b).Slice(off, n)
-	return (*DeviceBuffer[T])(r0), face(r1)
+	r0, r1 := coreDevice(b).Slice(off, n)
+	return faceDevice(r0), face(r1)
 }

@@ -29,7 +29,7 @@ func Initialized() bool {
 // Finalize the ended world (Rank and Size as they were); operations on
 // either fail with ErrNotInitialized.
 func World() *Comm {
-	return (*Comm)(core.World())
+	return faceComm(core.World())
 }
 
 // LocalRank and LocalSize describe this rank's place on its node: the

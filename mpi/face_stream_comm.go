@@ -36,7 +36,7 @@ func wrapStreamComm(c *core.StreamComm) *StreamComm {
 	if c == nil {
 		return nil
 	}
-	return &StreamComm{Comm: (*Comm)(c.Comm), in: c}
+	return &StreamComm{Comm: faceComm(c.Comm), in: c}
 }
 
 // inner is core's communicator (nil for a nil c).
@@ -59,13 +59,13 @@ func (c *StreamComm) Free() error {
 // MPIX_STREAM_NULL), and the communicator then has no stream on that rank
 // (its Enqueue operations fail there with ErrComm).
 func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
-	r0, r1 := (*core.Comm)(c).StreamComm((*core.Stream)(s))
+	r0, r1 := coreComm(c).StreamComm(coreStream(s))
 	return wrapStreamComm(r0), face(r1)
 }
 
 // Stream is the communicator's stream on this rank (nil for none).
 func (c *StreamComm) Stream() *Stream {
-	return (*Stream)(c.inner().Stream())
+	return faceStream(c.inner().Stream())
 }
 
 // SendEnqueue enqueues a standard-mode send of buf to dest
@@ -94,13 +94,13 @@ func (c *StreamComm) SendrecvEnqueue(sendbuf Buffer, dest, sendtag int, recvbuf 
 // StreamRequest is a nonblocking operation enqueued on a stream
 // (IsendEnqueue, IrecvEnqueue). Complete it on a stream with WaitEnqueue or
 // WaitallEnqueue; the host may look at it with Test.
-type StreamRequest core.StreamRequest
+type StreamRequest struct{ in core.StreamRequest }
 
 // Test reports whether the operation has completed, with its status and
 // error. It does not make progress (the stream engine does) and does not
 // complete the request: a WaitEnqueue is still needed for the stream.
 func (r *StreamRequest) Test() (bool, Status, error) {
-	r0, r1, r2 := (*core.StreamRequest)(r).Test()
+	r0, r1, r2 := coreStreamRequest(r).Test()
 	return r0, Status(r1), face(r2)
 }
 
@@ -109,21 +109,21 @@ func (r *StreamRequest) Test() (bool, Status, error) {
 // change until a WaitEnqueue on the request.
 func (c *StreamComm) IsendEnqueue(buf Buffer, dest, tag int) (*StreamRequest, error) {
 	r0, r1 := c.inner().IsendEnqueue(cb(buf), dest, tag)
-	return (*StreamRequest)(r0), face(r1)
+	return faceStreamRequest(r0), face(r1)
 }
 
 // IrecvEnqueue enqueues the start of a receive (MPIX_Irecv_enqueue); the
 // data is there for the stream's work after a WaitEnqueue on the request.
 func (c *StreamComm) IrecvEnqueue(buf Buffer, src, tag int) (*StreamRequest, error) {
 	r0, r1 := c.inner().IrecvEnqueue(cb(buf), src, tag)
-	return (*StreamRequest)(r0), face(r1)
+	return faceStreamRequest(r0), face(r1)
 }
 
 // WaitEnqueue makes the stream's later work wait until r completes
 // (MPIX_Wait_enqueue). A request is waited for once: a second wait, or a
 // nil request, is an ErrRequest error.
 func (c *StreamComm) WaitEnqueue(r *StreamRequest) error {
-	return face(c.inner().WaitEnqueue((*core.StreamRequest)(r)))
+	return face(c.inner().WaitEnqueue(coreStreamRequest(r)))
 }
 
 // WaitallEnqueue makes the stream's later work wait until every request
@@ -137,7 +137,7 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 // AllreduceEnqueue enqueues Allreduce (MPIX_Allreduce_enqueue); send may be
 // InPlace.
 func (c *StreamComm) AllreduceEnqueue(send, recv Buffer, op Op) error {
-	return face(c.inner().AllreduceEnqueue(cb(send), cb(recv), core.Op(op)))
+	return face(c.inner().AllreduceEnqueue(cb(send), cb(recv), op.in))
 }
 
 // BcastEnqueue enqueues Bcast.
@@ -148,7 +148,7 @@ func (c *StreamComm) BcastEnqueue(buf Buffer, root int) error {
 // ReduceEnqueue enqueues Reduce; recv matters on root only (nil elsewhere
 // is fine, as for Reduce).
 func (c *StreamComm) ReduceEnqueue(send, recv Buffer, op Op, root int) error {
-	return face(c.inner().ReduceEnqueue(cb(send), cb(recv), core.Op(op), root))
+	return face(c.inner().ReduceEnqueue(cb(send), cb(recv), op.in, root))
 }
 
 // AllgatherEnqueue enqueues Allgather.
@@ -159,13 +159,13 @@ func (c *StreamComm) AllgatherEnqueue(send, recv Buffer) error {
 // ReduceScatterEnqueue enqueues ReduceScatter: rank i gets counts[i]
 // elements of the reduction.
 func (c *StreamComm) ReduceScatterEnqueue(send, recv Buffer, counts []int, op Op) error {
-	return face(c.inner().ReduceScatterEnqueue(cb(send), cb(recv), counts, core.Op(op)))
+	return face(c.inner().ReduceScatterEnqueue(cb(send), cb(recv), counts, op.in))
 }
 
 // ReduceScatterBlockEnqueue enqueues ReduceScatterBlock: every rank gets
 // recv.Len() elements of the reduction (NCCL's ReduceScatter).
 func (c *StreamComm) ReduceScatterBlockEnqueue(send, recv Buffer, op Op) error {
-	return face(c.inner().ReduceScatterBlockEnqueue(cb(send), cb(recv), core.Op(op)))
+	return face(c.inner().ReduceScatterBlockEnqueue(cb(send), cb(recv), op.in))
 }
 
 // AlltoallEnqueue enqueues Alltoall.
@@ -186,13 +186,13 @@ func (c *StreamComm) ScatterEnqueue(send, recv Buffer, root int) error {
 
 // ScanEnqueue enqueues Scan (inclusive prefix reduction).
 func (c *StreamComm) ScanEnqueue(send, recv Buffer, op Op) error {
-	return face(c.inner().ScanEnqueue(cb(send), cb(recv), core.Op(op)))
+	return face(c.inner().ScanEnqueue(cb(send), cb(recv), op.in))
 }
 
 // ExscanEnqueue enqueues Exscan (exclusive prefix reduction; rank 0's recv
 // is left as it was).
 func (c *StreamComm) ExscanEnqueue(send, recv Buffer, op Op) error {
-	return face(c.inner().ExscanEnqueue(cb(send), cb(recv), core.Op(op)))
+	return face(c.inner().ExscanEnqueue(cb(send), cb(recv), op.in))
 }
 
 // BarrierEnqueue enqueues a Barrier: the stream's later work waits until

@@ -27,7 +27,7 @@ func wrapMultiplexComm(c *core.MultiplexComm) *MultiplexComm {
 	if c == nil {
 		return nil
 	}
-	return &MultiplexComm{Comm: (*Comm)(c.Comm), in: c}
+	return &MultiplexComm{Comm: faceComm(c.Comm), in: c}
 }
 
 // inner is core's communicator (nil for a nil c).
@@ -42,7 +42,7 @@ func (c *MultiplexComm) inner() *core.MultiplexComm {
 // rank to streams (possibly none; at most MaxMultiplexStreams; each live
 // and distinct). It is collective over c.
 func (c *Comm) StreamCommMultiplex(streams []*Stream) (*MultiplexComm, error) {
-	r0, r1 := (*core.Comm)(c).StreamCommMultiplex(streamList(streams))
+	r0, r1 := coreComm(c).StreamCommMultiplex(streamList(streams))
 	return wrapMultiplexComm(r0), face(r1)
 }
 
@@ -54,7 +54,7 @@ func (c *MultiplexComm) NumStreams() int {
 // Stream is this rank's stream of index i (MPIX_Comm_get_stream), nil when
 // out of range.
 func (c *MultiplexComm) Stream(i int) *Stream {
-	return (*Stream)(c.inner().Stream(i))
+	return faceStream(c.inner().Stream(i))
 }
 
 // Free frees the communicator and its per-pair contexts (not the streams).
@@ -78,13 +78,13 @@ func (c *MultiplexComm) RecvEnqueue(buf Buffer, src, tag, srcIdx, dstIdx int) er
 // IsendEnqueue is the nonblocking SendEnqueue (MPIX_Stream_isend).
 func (c *MultiplexComm) IsendEnqueue(buf Buffer, dest, tag, srcIdx, dstIdx int) (*StreamRequest, error) {
 	r0, r1 := c.inner().IsendEnqueue(cb(buf), dest, tag, srcIdx, dstIdx)
-	return (*StreamRequest)(r0), face(r1)
+	return faceStreamRequest(r0), face(r1)
 }
 
 // IrecvEnqueue is the nonblocking RecvEnqueue (MPIX_Stream_irecv).
 func (c *MultiplexComm) IrecvEnqueue(buf Buffer, src, tag, srcIdx, dstIdx int) (*StreamRequest, error) {
 	r0, r1 := c.inner().IrecvEnqueue(cb(buf), src, tag, srcIdx, dstIdx)
-	return (*StreamRequest)(r0), face(r1)
+	return faceStreamRequest(r0), face(r1)
 }
 
 // WaitallEnqueue makes this rank's stream idx wait for the requests (which

@@ -37,10 +37,10 @@ func TestConstantsAreCore(t *testing.T) {
 // uint16 stays uint16.
 func TestHalfTypes(t *testing.T) {
 	for _, c := range []struct{ got, want Type }{
-		{TypeOf[Float16](), Type(core.TypeOf[core.Float16]())},
-		{TypeOf[BFloat16](), Type(core.TypeOf[core.BFloat16]())},
-		{TypeOf[uint16](), Type(core.TypeOf[uint16]())},
-		{Slice([]BFloat16{1}).Type(), Type(core.TypeOf[core.BFloat16]())},
+		{TypeOf[Float16](), Type{core.TypeOf[core.Float16]()}},
+		{TypeOf[BFloat16](), Type{core.TypeOf[core.BFloat16]()}},
+		{TypeOf[uint16](), Type{core.TypeOf[uint16]()}},
+		{Slice([]BFloat16{1}).Type(), Type{core.TypeOf[core.BFloat16]()}},
 	} {
 		if c.got != c.want {
 			t.Errorf("type %v, want %v", c.got, c.want)

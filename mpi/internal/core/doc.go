@@ -5,8 +5,8 @@
 // communicators' state and the calls into pt2pt, coll, coll/hier and
 // stream, buffers, device memory and streams. Its exported API is mpi's,
 // name for name; package mpi re-exports each type under one of its own
-// (defined types over these, or structs of the same fields), so mpi's
-// tests of behaviour live here with the code they test.
+// (a struct of one field of core's type, or of the same fields), so
+// mpi's tests of behaviour live here with the code they test.
 //
 // Layer: imported by mpi only; it imports stream, coll, pt2pt and its
 // transports, kernels and internal packages.
