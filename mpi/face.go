@@ -22,8 +22,18 @@ type Elem interface {
 }
 
 // core tells mpi's BFloat16 from Float16 by a zero value (its Elem admits
-// both as ~uint16).
-func init() { core.SetBFloat16(BFloat16(0)) }
+// both as ~uint16), and lets errors.As find its errors as mpi's Error
+// inside joined errors and causes, where face does not reach.
+func init() {
+	core.SetBFloat16(BFloat16(0))
+	core.SetErrorAs(func(e *core.Error, target any) bool {
+		p, ok := target.(**Error)
+		if ok {
+			*p = (*Error)(e)
+		}
+		return ok
+	})
+}
 
 // Buffer is a typed, contiguous message buffer: a host slice (Slice) or a
 // device allocation. Its methods are unexported so that every Buffer

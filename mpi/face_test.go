@@ -1,6 +1,8 @@
 package mpi
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/gompix/gompix/mpi/internal/core"
@@ -48,5 +50,24 @@ func TestHalfTypes(t *testing.T) {
 	}
 	if TypeOf[Float16]() == TypeOf[BFloat16]() || TypeOf[Float16]() == TypeOf[uint16]() {
 		t.Errorf("float16 %v, bfloat16 %v, uint16 %v: not three types", TypeOf[Float16](), TypeOf[BFloat16](), TypeOf[uint16]())
+	}
+}
+
+// TestErrorAs: an operation's error is an *Error where it is returned and
+// inside a joined error or as a cause (errors.As), as before the face,
+// when core's own *Error type was mpi's; its class stays reachable.
+func TestErrorAs(t *testing.T) {
+	op := &core.Error{Op: "send", Class: core.ErrRank}
+	if e, ok := face(op).(*Error); !ok || e.Op != "send" {
+		t.Fatalf("face(%v) = %T", op, face(op))
+	}
+	for _, err := range []error{errors.Join(errors.New("other"), op), fmt.Errorf("wrapped: %w", op)} {
+		var e *Error
+		if !errors.As(err, &e) || e.Op != "send" || e.Class != ErrRank {
+			t.Errorf("errors.As(%v): %v, %+v", err, errors.As(err, &e), e)
+		}
+		if !errors.Is(err, ErrRank) {
+			t.Errorf("%v is not ErrRank", err)
+		}
 	}
 }

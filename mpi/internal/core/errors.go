@@ -47,6 +47,17 @@ func (e *Error) Unwrap() []error { return e.engine().Unwrap() }
 
 func (e *Error) engine() *pt2pt.OpError { return &pt2pt.OpError{Op: e.Op, Class: e.Class, Err: e.Err} }
 
+// asFace is package mpi's errors.As for an *Error (SetErrorAs); nil: none.
+var asFace func(e *Error, target any) bool
+
+// SetErrorAs installs package mpi's conversion of an *Error for errors.As:
+// mpi turns the error a call returns into its own Error, and this finds
+// one anywhere in a chain (a joined error, a cause) as well.
+func SetErrorAs(f func(e *Error, target any) bool) { asFace = f }
+
+// As lets errors.As find e as package mpi's Error (SetErrorAs).
+func (e *Error) As(target any) bool { return asFace != nil && asFace(e, target) }
+
 // face turns a lower layer's operation error into an *Error, so that
 // applications see one error type; other errors pass unchanged. It runs only
 // on failure.
