@@ -127,17 +127,7 @@ func applyEnvDefaults(oversubscribed, eager bool) {
 	}
 }
 
-// The optional capabilities pt2pt looks for (a method whose signature
-// drifted would silently drop one).
-var (
-	_ pt2pt.Transport         = (*Transport)(nil)
-	_ pt2pt.FocusedProgresser = (*Transport)(nil)
-	_ pt2pt.BlockingReceiver  = (*Transport)(nil)
-	_ pt2pt.ImmediateSender   = (*Transport)(nil)
-	_ pt2pt.SchedulerNeutral  = (*Transport)(nil)
-	_ pt2pt.ImmediateReceiver = (*Transport)(nil)
-	_ pt2pt.FocusedIdler      = (*Transport)(nil)
-)
+var _ pt2pt.Transport = (*Transport)(nil)
 
 // Transport is the UCX transport of one process.
 type Transport struct {
@@ -221,15 +211,23 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 // and the GPU path selector).
 func (t *Transport) Context() *ucxbind.Context { return t.ctx }
 
-// DeviceMemory reports whether this UCX build moves CUDA memory itself.
-func (t *Transport) DeviceMemory() bool { return t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0 }
+// Caps: every optional operation; device memory when this UCX build moves
+// CUDA memory itself; scheduler-neutral when the per-message calls go
+// through ucxbind's trampoline, which leaves the goroutine out of the
+// runtime's system-call state.
+func (t *Transport) Caps() pt2pt.Caps {
+	return pt2pt.Caps{
+		DeviceMemory:     t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0,
+		SchedulerNeutral: t.w.FastCalls(),
+		FocusedProgress:  t,
+		FocusedIdle:      t,
+		BlockingRecv:     t,
+		ImmediateSend:    t,
+		ImmediateRecv:    t,
+	}
+}
 
 func (t *Transport) Rank() int { return t.cfg.Rank }
-
-// SchedulerNeutral reports whether the per-message calls leave the
-// goroutine out of the runtime's system-call state (pt2pt.SchedulerNeutral):
-// so they do when they go through ucxbind's trampoline.
-func (t *Transport) SchedulerNeutral() bool { return t.w.FastCalls() }
 
 // FastCalls reports whether the worker's per-message calls go through
 // ucxbind's trampoline rather than cgo (Config.CgoCalls, and the
@@ -356,7 +354,7 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 }
 
 // TrySend sends a host message of up to ucxbind.SendCopyMax bytes from a
-// copy (ucxbind's SendCopy), for pt2pt.ImmediateSender: UCX keeps no
+// copy (ucxbind's SendCopy), for pt2pt.Caps.ImmediateSend: UCX keeps no
 // reference to m, so a blocking send needs no pin, and unless the queue to
 // the peer is full it completes inside the call, with no request. Longer
 // messages and device memory are declined. (UCX's inline path alone takes
@@ -396,7 +394,7 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 }
 
 // RecvWait posts a receive and polls for it within the same C call
-// (pt2pt.BlockingReceiver): the blocking receive's fast path.
+// (pt2pt.Caps.BlockingRecv): the blocking receive's fast path.
 func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	t.mu.Lock()
 	if t.closed {
@@ -413,7 +411,7 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 }
 
 // TryRecv receives m if a matching message arrives within a short poll,
-// leaving nothing posted otherwise (pt2pt.ImmediateReceiver). The poll
+// leaving nothing posted otherwise (pt2pt.Caps.ImmediateRecv). The poll
 // (tryRecvRounds) outlasts a few round trips between ranks of a node and
 // holds the worker lock meanwhile; a longer wait goes on in the ordinary
 // blocking receive, which lets go of the lock between rounds.
@@ -558,7 +556,7 @@ func (g *sleepGate) wake(w *ucxbind.Worker) {
 func (t *Transport) Idle() { t.IdleFor(nil) }
 
 // IdleFor sleeps until op (if not nil) may be done, something arrives, or
-// the sleep timeout passes (pt2pt.FocusedIdler). The first sleeper arms the
+// the sleep timeout passes (pt2pt.Caps.FocusedIdle). The first sleeper arms the
 // worker and sleeps on its event fd; the others wait for a wake. Each
 // looks at op after it can be woken, so a completion is never lost to the
 // timeout.
