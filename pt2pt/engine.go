@@ -44,6 +44,8 @@ type Engine struct {
 	// neutral: the transport is Caps.SchedulerNeutral, so passScheduler has
 	// nothing to prevent and returns at once.
 	neutral bool
+	// pinFree is Caps.PinFreeRecvBelow (RecvPinFree).
+	pinFree int
 
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
@@ -149,7 +151,7 @@ var gosched = runtime.Gosched
 func NewEngine(t Transport, o Options) *Engine {
 	c := t.Caps()
 	e := &Engine{t: t, spin: o.SpinIterations, yield: o.YieldRounds, nextCtx: 2,
-		deviceOK: c.DeviceMemory, neutral: c.SchedulerNeutral,
+		deviceOK: c.DeviceMemory, neutral: c.SchedulerNeutral, pinFree: c.PinFreeRecvBelow,
 		fp: c.FocusedProgress, fi: c.FocusedIdle, br: c.BlockingRecv,
 		imm: c.ImmediateSend, ir: c.ImmediateRecv}
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
@@ -275,6 +277,11 @@ func (e *Engine) idle(round int, op Op) {
 		e.t.Idle()
 	}
 }
+
+// RecvPinFree reports whether a nonblocking receive into m may leave m
+// unpinned (Caps.PinFreeRecvBelow): pinning costs about what a short
+// message's whole receive does.
+func (c *Comm) RecvPinFree(m Mem) bool { return m.Kind == Host && m.Len < c.e.pinFree }
 
 // Comm is a communicator: a group of world ranks and a private context id.
 type Comm struct {

@@ -67,7 +67,12 @@ func (c *Comm) context(f Flags) uint32 { return c.ctx + uint32(f&Collective>>1) 
 // from r. See Flags for the variants.
 func (c *Comm) Post(m Msg, r *Request) error {
 	// Field by field: a composite literal would be built aside and copied.
-	r.op, r.comm, r.bufLen, r.status, r.err, r.recv, r.done = nil, nil, 0, Status{}, nil, false, false
+	// Pointers only when set: each write costs a write barrier while the
+	// collector marks, and a new Request holds none.
+	if r.op != nil || r.comm != nil || r.err != nil {
+		r.op, r.comm, r.err = nil, nil, nil
+	}
+	r.bufLen, r.status, r.recv, r.done = 0, Status{}, false, false
 	f := m.Flags &^ running
 	var err error
 	switch f & (Receive | Immediate) {

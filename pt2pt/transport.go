@@ -82,8 +82,8 @@ type Transport interface {
 	Caps() Caps
 }
 
-// Caps is what a transport can do beyond the Transport methods: two flags,
-// and the interfaces its optional operations are called through (nil: it
+// Caps is what a transport can do beyond the Transport methods: flags and
+// limits, and the interfaces its optional operations are called through (nil: it
 // cannot). The engine keeps them, so an optional call costs one interface
 // call, as any transport call does.
 //
@@ -105,6 +105,11 @@ type Caps struct {
 	// from taking the P away in the middle of a cgo call, is not needed.
 	// It costs an atomic add per operation.
 	SchedulerNeutral bool
+
+	// PinFreeRecvBelow: a host receive shorter than this lands in the
+	// transport's own memory, and only Go code writes the caller's buffer
+	// (or the transport pins it itself), so the caller need not pin it.
+	PinFreeRecvBelow int
 
 	FocusedProgress FocusedProgresser
 	FocusedIdle     FocusedIdler

@@ -9,7 +9,8 @@ import (
 )
 
 // capable is a transport that reports every capability: all flags set,
-// every optional operation its own (none is called here).
+// limits at capableLimit, every optional operation its own (none is called
+// here).
 type capable struct{ pt2pt.Transport }
 
 func (c capable) ProgressFor(pt2pt.Op) bool { return false }
@@ -31,21 +32,28 @@ func (c capable) Caps() pt2pt.Caps {
 	v := reflect.ValueOf(&caps).Elem()
 	for i := range v.NumField() {
 		f := v.Field(i)
-		if f.Kind() == reflect.Bool {
+		switch f.Kind() {
+		case reflect.Bool:
 			f.SetBool(true)
-		} else {
+		case reflect.Int:
+			f.SetInt(capableLimit)
+		default:
 			f.Set(reflect.ValueOf(c))
 		}
 	}
 	return caps
 }
 
+// capableLimit is capable's value of every limit in pt2pt.Caps.
+const capableLimit = 1 << 20
+
 // TestCapsPassThrough: the decorator reports each of its wrapped
 // transport's capabilities, every field of pt2pt.Caps (a capability it
-// dropped would leave one false or nil), with each optional operation its
-// own rather than the wrapped transport's (which would bypass the
-// protocol); over a transport with none, it reports none, and device
-// memory only with a mover.
+// dropped would leave one false, zero or nil), with each optional
+// operation its own rather than the wrapped transport's (which would
+// bypass the protocol); over a transport with none, it reports none but
+// the short receives it lands apart (which need no pin), and device memory
+// only with a mover.
 func TestCapsPassThrough(t *testing.T) {
 	f := inproc.NewFabric(1)
 	in := capable{f.Transport(0)}
@@ -58,6 +66,10 @@ func TestCapsPassThrough(t *testing.T) {
 			if !fv.Bool() {
 				t.Errorf("over a transport with every capability: %s is false", name)
 			}
+		case fv.Kind() == reflect.Int:
+			if fv.Int() < capableLimit {
+				t.Errorf("over a transport with every capability: %s is %d, below the wrapped transport's %d", name, fv.Int(), capableLimit)
+			}
 		case fv.IsNil():
 			t.Errorf("over a transport with every capability: %s dropped", name)
 		case fv.Interface() != any(tr):
@@ -65,11 +77,14 @@ func TestCapsPassThrough(t *testing.T) {
 		}
 	}
 
-	if c := New(f.Transport(0), Config{}).Caps(); c != (pt2pt.Caps{}) {
-		t.Errorf("over a transport with no capability: %+v, want none", c)
+	if c, want := New(f.Transport(0), Config{}).Caps(), (pt2pt.Caps{PinFreeRecvBelow: descSize}); c != want {
+		t.Errorf("over a transport with no capability: %+v, want %+v", c, want)
+	}
+	if c := New(f.Transport(0), Config{Threshold: -1}).Caps(); c != (pt2pt.Caps{}) {
+		t.Errorf("without descriptors, over a transport with no capability: %+v, want none", c)
 	}
 	c := New(f.Transport(0), Config{Mover: &memMover{}}).Caps()
-	if want := (pt2pt.Caps{DeviceMemory: true}); c != want {
+	if want := (pt2pt.Caps{DeviceMemory: true, PinFreeRecvBelow: descSize}); c != want {
 		t.Errorf("with a mover, over a transport with no capability: %+v, want %+v", c, want)
 	}
 }

@@ -40,6 +40,7 @@ type Transport struct {
 	rndv     int  // smallest plain message senders of this job send by rendezvous
 	descs    bool // descriptors may arrive (IPC, or rndv < math.MaxInt)
 	saveHost bool
+	pinFree  int        // Caps.PinFreeRecvBelow
 	inCaps   pt2pt.Caps // the wrapped transport's
 	fp       pt2pt.FocusedProgresser
 	fi       pt2pt.FocusedIdler
@@ -67,9 +68,13 @@ type Transport struct {
 	nstash  atomic.Int32
 	// recvs are the outstanding host receives, whose buffers a new
 	// receive must not share its landing with (shared.go).
-	recvs   []*op
-	nrecvs  atomic.Int32
-	bounces bouncePool
+	recvs  []*op
+	nrecvs atomic.Int32
+	// ninPlace counts the posted host receives whose message lands in the
+	// caller's memory (op.inPlace): only they can leave a descriptor there
+	// for rescueLocked to save.
+	ninPlace int
+	bounces  bouncePool
 
 	smalls  smallPool
 	nextAck atomic.Uint32
@@ -121,6 +126,10 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 	// buffer: keep them for the bytes the message does not cover (short
 	// messages, truncation).
 	t.saveHost = t.descs
+	t.pinFree = c.PinFreeRecvBelow
+	if t.descs {
+		t.pinFree = max(t.pinFree, descSize)
+	}
 	return t
 }
 
@@ -155,11 +164,15 @@ func (t *Transport) Mover() Mover { return t.mv }
 // decorator's methods would do anyway. Device buffers are welcome when a
 // mover or the wrapped transport moves them. The decorator's own work on
 // the immediate paths, which only host messages take, makes no C call, so
-// it is as scheduler-neutral as the wrapped transport.
+// it is as scheduler-neutral as the wrapped transport. Where descriptors
+// may come, a host receive shorter than one lands in a small of its own,
+// so its buffer needs no pin (startPullLocked pins it when a descriptor
+// moves data there).
 func (t *Transport) Caps() pt2pt.Caps {
 	c := pt2pt.Caps{
 		DeviceMemory:     t.mv != nil || t.direct,
 		SchedulerNeutral: t.inCaps.SchedulerNeutral,
+		PinFreeRecvBelow: t.pinFree,
 	}
 	if t.fp != nil {
 		c.FocusedProgress = t
@@ -514,8 +527,10 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 	o.user = m
 	// A host receive is registered, posted and listed in one critical
 	// section, so that a receive sharing its memory always finds it, with
-	// any descriptor it has landed (shared.go).
-	host := t.descs && m.Kind != pt2pt.Device && m.Len > 0
+	// any descriptor it has landed (shared.go). One shorter than a
+	// descriptor lands apart, in a small, so no descriptor can land in its
+	// memory: it is registered only if it gets one (startPullLocked).
+	host := t.descs && m.Kind != pt2pt.Device && m.Len >= descSize
 	if host {
 		t.mu.Lock()
 		o.shared = t.registerRecvLocked(o)
@@ -536,6 +551,10 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		o.pidx = len(t.posted)
 		t.posted = append(t.posted, o)
 		t.nposted.Add(1)
+		if o.landing == m.Ptr && m.Kind != pt2pt.Device && m.Len > 0 {
+			o.inPlace = true
+			t.ninPlace++
+		}
 		t.mu.Unlock() // host implies t.descs
 	}
 	return o, nil
@@ -599,6 +618,7 @@ func (t *Transport) newRecv(m pt2pt.Mem) *op {
 func (t *Transport) unpostLocked(o *op) {
 	if swapRemove(&t.posted, o, func(o *op) *int { return &o.pidx }) {
 		t.nposted.Add(-1)
+		t.leavePlace(o)
 	}
 }
 
@@ -780,19 +800,30 @@ func (t *Transport) Progress() bool {
 	return p
 }
 
-// ProgressFor focuses the wrapped transport on op's transport operation.
+// ProgressFor focuses the wrapped transport on p's transport operation (p
+// itself when it is the wrapped transport's: an immediate send still
+// queued), then advances the protocol's other work, unless p's operation
+// is done: its owner then finishes it at once (Done) and moves on, and a
+// wait over a window of receives would otherwise walk every posted
+// receive for each message.
 func (t *Transport) ProgressFor(p pt2pt.Op) bool {
-	o, ok := p.(*op)
-	if !ok || t.fp == nil || o.state.Load() != stPosted {
-		return t.Progress()
+	in := p
+	o, ours := p.(*op)
+	if ours {
+		if o.state.Load() != stPosted || o.inner == nil {
+			return t.Progress()
+		}
+		in = o.inner
 	}
-	in := o.inner
-	if in == nil {
+	if t.fp == nil {
 		return t.Progress()
 	}
 	pr := t.fp.ProgressFor(in)
 	if t.nwork.Load() > 0 || t.nposted.Load() > 0 {
-		pr = t.advance() || pr
+		// A driven op (a rendezvous send) is finished by advance only.
+		if !in.Done() || ours && o.driven {
+			pr = t.advance() || pr
+		}
 	}
 	return pr
 }

@@ -139,6 +139,7 @@ type Transport struct {
 	eps    []*ucxbind.Endpoint
 	closed bool
 
+	free     []*op        // recycled op records (newOpLocked); guarded by mu
 	sleepers atomic.Int32 // goroutines in IdleFor
 	gate     sleepGate
 	sleepMs  int
@@ -275,12 +276,22 @@ type op struct {
 	req ucxbind.Request
 }
 
-// ops recycles op records: one per posted operation is the hot path's only
-// allocation in this package.
-var ops = sync.Pool{New: func() any { return new(op) }}
+// maxFreeOps bounds Transport.free.
+const maxFreeOps = 1024
 
-func newOp(t *Transport, req ucxbind.Request) *op {
-	o := ops.Get().(*op)
+// newOpLocked wraps req in an op record from t's free list (one per
+// posted operation is the hot path's only allocation in this package). A
+// list under the worker lock, which posting and releasing hold anyway,
+// costs less than a sync.Pool. t.mu held.
+func (t *Transport) newOpLocked(req ucxbind.Request) *op {
+	var o *op
+	if n := len(t.free); n > 0 {
+		o = t.free[n-1]
+		t.free[n-1] = nil
+		t.free = t.free[:n-1]
+	} else {
+		o = new(op)
+	}
 	o.t, o.req = t, req
 	return o
 }
@@ -320,17 +331,23 @@ func (o *op) Cancel() {
 	o.t.mu.Unlock()
 }
 
-// Release returns the UCP request and recycles o; the caller drops o.
+// Release returns the UCP request and recycles o (one that holds none is
+// left to the collector); the caller drops o.
 func (o *op) Release() {
-	if t := o.t; o.req.Held() {
-		t.mu.Lock()
-		if !t.closed {
-			t.w.Release(&o.req)
-		}
-		t.mu.Unlock()
+	t := o.t
+	if !o.req.Held() {
+		*o = op{}
+		return
+	}
+	t.mu.Lock()
+	if !t.closed {
+		t.w.Release(&o.req)
 	}
 	*o = op{}
-	ops.Put(o)
+	if len(t.free) < maxFreeOps {
+		t.free = append(t.free, o)
+	}
+	t.mu.Unlock()
 }
 
 func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
@@ -339,18 +356,16 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 		return nil, err
 	}
 	req, err := t.w.Send(ep, m.Ptr, m.Len, tag, sync, hint(m))
+	var o pt2pt.Op = sentOp{} // completed inline (eager): nothing to track, no allocation
+	if st, _, _ := req.Result(); err == nil && (!req.Done() || st != ucxbind.StatusOK) {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	t.wakeSelf(dest)
-	if req.Done() {
-		if st, _, _ := req.Result(); st == ucxbind.StatusOK {
-			// Completed inline (eager): nothing to track, no allocation.
-			return sentOp{}, nil
-		}
-	}
-	return newOp(t, req), nil
+	return o, nil
 }
 
 // TrySend sends a host message of up to ucxbind.SendCopyMax bytes from a
@@ -368,15 +383,16 @@ func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, 
 		return nil, false, err
 	}
 	req, err := t.w.SendCopy(ep, m.Ptr, m.Len, tag)
+	var o pt2pt.Op // nil: completed in the call, nothing held
+	if err == nil && !req.Done() {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	if err != nil {
 		return nil, false, err
 	}
 	t.wakeSelf(dest)
-	if req.Done() {
-		return nil, true, nil // completed in the call: nothing held
-	}
-	return newOp(t, req), true, nil
+	return o, true, nil
 }
 
 func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
@@ -386,11 +402,15 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 		return nil, fmt.Errorf("ucx transport closed")
 	}
 	req, err := t.w.Recv(m.Ptr, m.Len, tag, mask, hint(m))
+	var o *op
+	if err == nil {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return newOp(t, req), nil
+	return o, nil
 }
 
 // RecvWait posts a receive and polls for it within the same C call
@@ -402,12 +422,16 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 		return nil, fmt.Errorf("ucx transport closed")
 	}
 	req, err := t.w.RecvWait(m.Ptr, m.Len, tag, mask, hint(m), 64)
+	var o *op
+	if err == nil {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	t.wakeSleepers()
 	if err != nil {
 		return nil, err
 	}
-	return newOp(t, req), nil
+	return o, nil
 }
 
 // TryRecv receives m if a matching message arrives within a short poll,
@@ -556,8 +580,8 @@ func (g *sleepGate) wake(w *ucxbind.Worker) {
 func (t *Transport) Idle() { t.IdleFor(nil) }
 
 // IdleFor sleeps until op (if not nil) may be done, something arrives, or
-// the sleep timeout passes (pt2pt.Caps.FocusedIdle). The first sleeper arms the
-// worker and sleeps on its event fd; the others wait for a wake. Each
+// the sleep timeout passes (pt2pt.Caps.FocusedIdle). The first sleeper arms
+// the worker and sleeps on its event fd; the others wait for a wake. Each
 // looks at op after it can be woken, so a completion is never lost to the
 // timeout.
 func (t *Transport) IdleFor(op pt2pt.Op) {
