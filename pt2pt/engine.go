@@ -32,18 +32,20 @@ type Engine struct {
 	spin  int
 	yield int
 	world *Comm
-	// deviceOK: the transport moves device memory (DeviceMemoryTransport).
+	// deviceOK: the transport moves device memory (Caps.DeviceMemory).
 	deviceOK bool
-	// The transport's optional capabilities, asserted once here rather
-	// than on every operation; nil when t lacks them.
+	// The transport's optional operations (Caps), read once here and
+	// kept in fields of their own; nil when t lacks them.
 	fp  FocusedProgresser
 	fi  FocusedIdler
 	br  BlockingReceiver
 	imm ImmediateSender
 	ir  ImmediateReceiver
-	// neutral: the transport is SchedulerNeutral, so passScheduler has
+	// neutral: the transport is Caps.SchedulerNeutral, so passScheduler has
 	// nothing to prevent and returns at once.
 	neutral bool
+	// pinFree is Caps.PinFreeRecvBelow (RecvPinFree).
+	pinFree int
 
 	ctxMu   sync.Mutex
 	nextCtx uint32 // lowest context id (even) not used by this process
@@ -147,18 +149,11 @@ var gosched = runtime.Gosched
 
 // NewEngine wraps t. The world communicator uses context ids 0 and 1.
 func NewEngine(t Transport, o Options) *Engine {
-	e := &Engine{t: t, spin: o.SpinIterations, yield: o.YieldRounds, nextCtx: 2}
-	if d, ok := t.(DeviceMemoryTransport); ok {
-		e.deviceOK = d.DeviceMemory()
-	}
-	e.fp, _ = t.(FocusedProgresser)
-	e.fi, _ = t.(FocusedIdler)
-	e.br, _ = t.(BlockingReceiver)
-	e.imm, _ = t.(ImmediateSender)
-	e.ir, _ = t.(ImmediateReceiver)
-	if n, ok := t.(SchedulerNeutral); ok && n.SchedulerNeutral() {
-		e.neutral = true
-	}
+	c := t.Caps()
+	e := &Engine{t: t, spin: o.SpinIterations, yield: o.YieldRounds, nextCtx: 2,
+		deviceOK: c.DeviceMemory, neutral: c.SchedulerNeutral, pinFree: c.PinFreeRecvBelow,
+		fp: c.FocusedProgress, fi: c.FocusedIdle, br: c.BlockingRecv,
+		imm: c.ImmediateSend, ir: c.ImmediateRecv}
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
 	return e
 }
@@ -264,7 +259,7 @@ func (e *Engine) Progress() bool {
 func (e *Engine) Idle(round int) { e.idle(round, nil) }
 
 // idle is Idle for a wait on op (nil: on something else), whose sleep the
-// transport skips when op completes meanwhile (FocusedIdler).
+// transport skips when op completes meanwhile (Caps.FocusedIdle).
 func (e *Engine) idle(round int, op Op) {
 	if e.pollBackground() {
 		return
@@ -282,6 +277,11 @@ func (e *Engine) idle(round int, op Op) {
 		e.t.Idle()
 	}
 }
+
+// RecvPinFree reports whether a nonblocking receive into m may leave m
+// unpinned (Caps.PinFreeRecvBelow): pinning costs about what a short
+// message's whole receive does.
+func (c *Comm) RecvPinFree(m Mem) bool { return m.Kind == Host && m.Len < c.e.pinFree }
 
 // Comm is a communicator: a group of world ranks and a private context id.
 type Comm struct {

@@ -28,9 +28,9 @@ const (
 	// Immediate asks for the operation to be done within the call, which
 	// then keeps no reference to the buffer, so it need not be pinned: a
 	// standard-mode host send the transport takes at once
-	// (ImmediateSender), or a host receive of up to TryRecvMax bytes whose
+	// (Caps.ImmediateSend), or a host receive of up to TryRecvMax bytes whose
 	// message is there or arrives within the transport's short poll
-	// (ImmediateReceiver). When the transport cannot, nothing is done (Post
+	// (Caps.ImmediateRecv). When the transport cannot, nothing is done (Post
 	// leaves the Request not Posted, Run reports false), and the caller
 	// makes the operation again without Immediate. A send the transport
 	// still holds queued (its queue to the peer was full) is pending after
@@ -67,7 +67,12 @@ func (c *Comm) context(f Flags) uint32 { return c.ctx + uint32(f&Collective>>1) 
 // from r. See Flags for the variants.
 func (c *Comm) Post(m Msg, r *Request) error {
 	// Field by field: a composite literal would be built aside and copied.
-	r.op, r.comm, r.bufLen, r.status, r.err, r.recv, r.done = nil, nil, 0, Status{}, nil, false, false
+	// Pointers only when set: each write costs a write barrier while the
+	// collector marks, and a new Request holds none.
+	if r.op != nil || r.comm != nil || r.err != nil {
+		r.op, r.comm, r.err = nil, nil, nil
+	}
+	r.bufLen, r.status, r.recv, r.done = 0, Status{}, false, false
 	f := m.Flags &^ running
 	var err error
 	switch f & (Receive | Immediate) {
@@ -109,7 +114,7 @@ func (c *Comm) Post(m Msg, r *Request) error {
 // for an Immediate operation the transport could not do within the call,
 // and for argument errors: nothing was done. Without Immediate, a receive
 // may poll for its message within the call that posts it
-// (BlockingReceiver).
+// (Caps.BlockingRecv).
 func (c *Comm) Run(m Msg) (Status, bool, error) {
 	f := m.Flags | running
 	switch f & (Receive | Immediate) {
@@ -353,7 +358,7 @@ func (c *Comm) checkRecv(name string, m Mem, src, tag int, ctx uint32) error {
 
 // recv checks a receive's arguments and posts it; a nil Op without an
 // error is a receive from ProcNull. A receive of Run lets the transport
-// poll for the message in the same step when it can (BlockingReceiver).
+// poll for the message in the same step when it can (Caps.BlockingRecv).
 func (c *Comm) recv(m Mem, src, tag int, f Flags) (Op, error) {
 	if !c.valid(m, src, tag, f) {
 		if err := c.argErr(m, src, tag, f); err != nil {

@@ -17,6 +17,7 @@ func (threeRanks) Iprobe(uint64, uint64) (uint64, int, bool, error) { return 0, 
 func (threeRanks) Progress() bool                                   { return false }
 func (threeRanks) Idle()                                            {}
 func (threeRanks) Close() error                                     { return nil }
+func (threeRanks) Caps() Caps                                       { return Caps{} }
 
 // TestValidAgreesWithChecks: the one-call argument check of the posting
 // paths (valid) accepts exactly what the named checks (checkSend,

@@ -106,7 +106,9 @@ func (quick) TrySend(int, pt2pt.Mem, uint64) (pt2pt.Op, bool, error) { return ni
 func (quick) TryRecv(m pt2pt.Mem, tag, _ uint64) (pt2pt.Received, bool, error) {
 	return pt2pt.Received{Tag: tag, Len: m.Len}, true, nil
 }
-func (quick) SchedulerNeutral() bool { return true }
+func (q quick) Caps() pt2pt.Caps {
+	return pt2pt.Caps{SchedulerNeutral: true, ImmediateSend: q, ImmediateRecv: q}
+}
 
 // BenchmarkPostImmediate: the engine's cost of a short message's immediate
 // paths, as package mpi takes them: an Isend whose request is kept and

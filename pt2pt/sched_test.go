@@ -124,11 +124,13 @@ func (t immediate) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool,
 	return rv, err == nil, err
 }
 
-func (t immediate) SchedulerNeutral() bool { return t.neutral }
+func (t immediate) Caps() pt2pt.Caps {
+	return pt2pt.Caps{SchedulerNeutral: t.neutral, ImmediateSend: t, ImmediateRecv: t}
+}
 
 // TestSchedulerNeutralSkipsThePass: the immediate send and receive pass
 // the scheduler over a transport whose calls can lose the P, and not over
-// one that says they cannot (pt2pt.SchedulerNeutral).
+// one that says they cannot (pt2pt.Caps.SchedulerNeutral).
 func TestSchedulerNeutralSkipsThePass(t *testing.T) {
 	defer pt2pt.SetSchedulerInterval(0)()
 	for _, neutral := range []bool{false, true} {

@@ -77,73 +77,93 @@ type Transport interface {
 	Idle()
 	// Close releases the transport; the engine calls it at Finalize.
 	Close() error
+	// Caps reports what the transport can do beyond these methods. The
+	// engine reads it once, at NewEngine.
+	Caps() Caps
 }
 
-// FocusedProgresser is implemented by transports that can progress until
-// one particular operation completes, stopping the moment it does (UCX
-// polls in C, checking the request between rounds). Blocking waits use it
-// when available: a fixed batch of rounds would keep polling after the
-// message has arrived, which costs latency.
+// Caps is what a transport can do beyond the Transport methods: flags and
+// limits, and the interfaces its optional operations are called through (nil: it
+// cannot). The engine keeps them, so an optional call costs one interface
+// call, as any transport call does.
+//
+// A decorator builds its own Caps from its inner transport's, field by
+// field, passing on or adjusting each: a capability it does not name is
+// one it lacks. (A struct embedding the inner transport would otherwise
+// report the inner's Caps, whose operations bypass the decorator.)
+type Caps struct {
+	// DeviceMemory: the transport moves device (CUDA) memory itself, e.g.
+	// UCX built with CUDA transports. The engine refuses device buffers on
+	// any other transport rather than let it touch device memory as if it
+	// were host memory.
+	DeviceMemory bool
+	// SchedulerNeutral: the per-message calls never put the calling
+	// goroutine in the runtime's system-call state (UCX over ucxbind's
+	// fast calls, on amd64): a goroutine the runtime's monitor finds
+	// running for long keeps its P, so the engine's scheduler pass as
+	// operations start (Engine.passScheduler), there to keep the monitor
+	// from taking the P away in the middle of a cgo call, is not needed.
+	// It costs an atomic add per operation.
+	SchedulerNeutral bool
+
+	// PinFreeRecvBelow: a host receive shorter than this lands in the
+	// transport's own memory, and only Go code writes the caller's buffer
+	// (or the transport pins it itself), so the caller need not pin it.
+	PinFreeRecvBelow int
+
+	FocusedProgress FocusedProgresser
+	FocusedIdle     FocusedIdler
+	BlockingRecv    BlockingReceiver
+	ImmediateSend   ImmediateSender
+	ImmediateRecv   ImmediateReceiver
+}
+
+// FocusedProgresser (Caps.FocusedProgress) progresses until one particular
+// operation completes, stopping the moment it does (UCX polls in C,
+// checking the request between rounds). Blocking waits use it when
+// available: a fixed batch of rounds would keep polling after the message
+// has arrived, which costs latency.
 type FocusedProgresser interface {
 	ProgressFor(op Op) bool
 }
 
-// FocusedIdler is implemented by transports whose sleep can be made
-// conditional on one operation: IdleFor sleeps as Idle does, unless op is
-// done by the time the transport is ready to be woken. A blocking wait
-// uses it, so that op's completion by another goroutine of this process
-// (its progress, or its send to this rank) between the wait's last look at
-// op and the sleep does not leave the wait asleep until the timeout.
+// FocusedIdler (Caps.FocusedIdle) makes the transport's sleep conditional
+// on one operation: IdleFor sleeps as Idle does, unless op is done by the
+// time the transport is ready to be woken. A blocking wait uses it, so that
+// op's completion by another goroutine of this process (its progress, or
+// its send to this rank) between the wait's last look at op and the sleep
+// does not leave the wait asleep until the timeout.
 type FocusedIdler interface {
 	IdleFor(op Op)
 }
 
-// DeviceMemoryTransport is implemented by transports that can move device
-// (CUDA) memory themselves, e.g. UCX built with CUDA transports. The engine
-// refuses device buffers on any other transport rather than let it touch
-// device memory as if it were host memory.
-type DeviceMemoryTransport interface {
-	DeviceMemory() bool
-}
-
-// BlockingReceiver is implemented by transports that can post a receive
-// and poll for it in one step (UCX: one C call). The blocking Recv uses it;
-// the Op it returns may be already done, or still pending like Irecv's.
+// BlockingReceiver (Caps.BlockingRecv) posts a receive and polls for it in
+// one step (UCX: one C call). The blocking Recv uses it; the Op it returns
+// may be already done, or still pending like Irecv's.
 type BlockingReceiver interface {
 	RecvWait(m Mem, tag, mask uint64) (Op, error)
 }
 
-// ImmediateSender is implemented by transports that can send a short
-// message without keeping a reference to m past the call (UCX: from a copy
-// in C memory). TrySend reports whether it sent m; when it did not, nothing
-// was posted and the caller sends as usual. A send that left may still be
-// in flight in the transport (its queue to the peer was full): the Op is
-// then non-nil, and the caller waits for it and releases it, so that a
-// blocking send returns only once its message has left, as with any other
-// send. Either way m is free at once, so a blocking send served this way
-// needs no pinned Go memory.
+// ImmediateSender (Caps.ImmediateSend) sends a short message without
+// keeping a reference to m past the call (UCX: from a copy in C memory).
+// TrySend reports whether it sent m; when it did not, nothing was posted
+// and the caller sends as usual. A send that left may still be in flight in
+// the transport (its queue to the peer was full): the Op is then non-nil,
+// and the caller waits for it and releases it, so that a blocking send
+// returns only once its message has left, as with any other send. Either
+// way m is free at once, so a blocking send served this way needs no pinned
+// Go memory.
 type ImmediateSender interface {
 	TrySend(dest int, m Mem, tag uint64) (inFlight Op, sent bool, err error)
 }
 
-// SchedulerNeutral is implemented by transports whose per-message calls
-// never put the calling goroutine in the runtime's system-call state (UCX
-// over ucxbind's fast calls, on amd64): a goroutine the runtime's monitor
-// finds running for long keeps its P, so the engine's scheduler pass as
-// operations start (Engine.passScheduler), there to keep the monitor from
-// taking the P away in the middle of a cgo call, is not needed. It costs an
-// atomic add per operation.
-type SchedulerNeutral interface {
-	SchedulerNeutral() bool
-}
-
-// ImmediateReceiver is implemented by transports that can receive a
-// message that is there or arrives within a short poll entirely inside one
-// call. TryRecv describes the message when it received one (no Op: nothing
-// is left to release); when it reports false, nothing was left posted; an
-// error is the call's or the receive's failure. Either way the transport
-// keeps no reference to m afterwards, so a blocking receive served this way
-// needs no pinned Go memory.
+// ImmediateReceiver (Caps.ImmediateRecv) receives a message that is there
+// or arrives within a short poll entirely inside one call. TryRecv
+// describes the message when it received one (no Op: nothing is left to
+// release); when it reports false, nothing was left posted; an error is the
+// call's or the receive's failure. Either way the transport keeps no
+// reference to m afterwards, so a blocking receive served this way needs no
+// pinned Go memory.
 type ImmediateReceiver interface {
 	TryRecv(m Mem, tag, mask uint64) (Received, bool, error)
 }

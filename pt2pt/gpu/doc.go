@@ -7,7 +7,7 @@
 // docs/design/architecture.md §6's paths:
 //
 //   - ucx: the wrapped transport moves device memory itself
-//     (pt2pt.DeviceMemoryTransport): device buffers go straight through
+//     (pt2pt.Caps.DeviceMemory): device buffers go straight through
 //     (rndv.RouteDirect).
 //   - ipc: the peer is on this node and the message is large enough:
 //     CUDA IPC (rndv.RouteIPC). Export describes the buffer's allocation

@@ -248,6 +248,13 @@ func (s *immSender) TryRecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Received, bool
 	return rv, err == nil, err
 }
 
+// Caps: the in-process transport's, and the immediate operations.
+func (s *immSender) Caps() pt2pt.Caps {
+	c := s.Transport.Caps()
+	c.ImmediateSend, c.ImmediateRecv = s, s
+	return c
+}
+
 func (s *immSender) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, error) {
 	if m.Len > 64 {
 		return nil, false, nil

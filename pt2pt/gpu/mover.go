@@ -94,10 +94,7 @@ func NewMover(inner pt2pt.Transport, cfg Config) *Mover {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}}
-	if d, ok := inner.(pt2pt.DeviceMemoryTransport); ok {
-		mv.ucxDev = d.DeviceMemory()
-	}
+	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}, ucxDev: inner.Caps().DeviceMemory}
 	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, mv.ucxDev) < math.MaxInt, Forced: cfg.Mode != ModeAuto}
 	mv.cache = cudadrv.NewIPCCache(cfg.CacheSize)
 	mv.staging.limit = cfg.StagingCache

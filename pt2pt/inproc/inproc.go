@@ -193,3 +193,6 @@ func (t *Transport) Idle() {
 }
 
 func (t *Transport) Close() error { return nil }
+
+// Caps: host memory, and none of the optional operations.
+func (t *Transport) Caps() pt2pt.Caps { return pt2pt.Caps{} }

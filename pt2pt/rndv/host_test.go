@@ -314,7 +314,7 @@ func TestHostOnlyDeviceRefused(t *testing.T) {
 		var x [64]byte
 		dev := pt2pt.HostMem(x[:])
 		dev.Kind = pt2pt.Device
-		if k.tr.DeviceMemory() {
+		if k.tr.Caps().DeviceMemory {
 			return errors.New("a protocol without a mover claims device memory")
 		}
 		if _, err := k.tr.Isend(1-k.r, dev, 0, false); !errors.Is(err, pt2pt.ErrBuffer) {

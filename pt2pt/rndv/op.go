@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -58,25 +59,31 @@ type op struct {
 	small    *small // ack (IPC send), clear-to-send (rendezvous), bounce (short host receive), stashed descriptor
 	saved    *small // host receive: the bytes a short IPC message must leave intact
 
-	inActive bool    // on t.active; guarded by t.mu
-	pidx     int     // index in t.posted, -1 when not there; guarded by t.mu
-	tracked  bool    // posted on t.posted (set before it is shared)
-	driven   bool    // on t.active from the start: only Progress finishes it
-	cp       Copy    // the device copy in stCopy
-	pull     bool    // the copy pulls an IPC message: ack it when done
-	ackTo    int     // IPC receive: the sender to ack; rendezvous send: the receiver
-	ackID    uint32  // the exchange id
-	fallback bool    // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
-	ridx     int     // index in t.recvs, -1 when not there; guarded by t.mu
-	shared   bool    // host receive whose buffer another outstanding one shares (shared.go)
-	bb       *bounce // a shared receive's private landing
+	inActive bool           // on t.active; guarded by t.mu
+	pidx     int            // index in t.posted, -1 when not there; guarded by t.mu
+	tracked  bool           // posted on t.posted (set before it is shared)
+	driven   bool           // on t.active from the start: only Progress finishes it
+	cp       Copy           // the device copy in stCopy
+	pull     bool           // the copy pulls an IPC message: ack it when done
+	ackTo    int            // IPC receive: the sender to ack; rendezvous send: the receiver
+	ackID    uint32         // the exchange id
+	fallback bool           // IPC receive taken as a rendezvous's chunks (stagedFallbackLocked)
+	ridx     int            // index in t.recvs, -1 when not there; guarded by t.mu
+	shared   bool           // host receive whose buffer another outstanding one shares (shared.go)
+	inPlace  bool           // posted host receive landing in the caller's memory (Transport.ninPlace)
+	upin     runtime.Pinner // the caller's buffer, which it need not pin (Caps.PinFreeRecvBelow), once a descriptor moves data there
+	upinned  bool           // upin pins something
+	bb       *bounce        // a shared receive's private landing
 }
 
 var opPool = sync.Pool{New: func() any { return new(op) }}
 
 func (t *Transport) newOp(k opKind) *op {
 	o := opPool.Get().(*op)
-	o.t, o.kind, o.pidx, o.ridx = t, k, -1, -1
+	if o.t != t {
+		o.t = t
+	}
+	o.kind, o.pidx, o.ridx = k, -1, -1
 	return o
 }
 
@@ -87,6 +94,7 @@ func (t *Transport) putOp(o *op) {
 		t.unregisterRecvLocked(o)
 		t.mu.Unlock()
 	}
+	o.unpinUser()
 	t.bounces.put(o.bb)
 	t.smalls.put(o.small)
 	t.smalls.put(o.saved)
@@ -97,11 +105,22 @@ func (t *Transport) putOp(o *op) {
 	if o.data != nil {
 		o.data.Release()
 	}
-	o.t, o.inner, o.data, o.pipe, o.small, o.saved, o.stage = nil, nil, nil, nil, nil, nil, Pinned{}
-	o.user, o.landing, o.res, o.cp, o.pull = pt2pt.Mem{}, nil, pt2pt.Result{}, Copy{}, false
+	// Pointer fields are cleared only when set: with the collector
+	// marking (often, at this rate of requests), each write costs a
+	// write barrier. o.t stays: newOp sets it again.
+	o.inner = nil
+	if o.data != nil || o.pipe != nil || o.small != nil || o.saved != nil || o.bb != nil || o.stage.Ptr != nil || o.stage.Key != nil {
+		o.data, o.pipe, o.small, o.saved, o.stage, o.bb = nil, nil, nil, nil, Pinned{}, nil
+	}
+	if o.res.Err != nil || o.cp.Dev != nil || o.cp.Hold != nil {
+		o.res.Err, o.cp = nil, Copy{}
+	}
+	o.user, o.landing = pt2pt.Mem{}, nil
+	o.res.Tag, o.res.Len, o.res.Truncated, o.res.Cancelled = 0, 0, false, false
+	o.cp.Seq, o.cp.Ev, o.pull = 0, 0, false
 	o.inActive, o.stageLen, o.tracked, o.driven = false, 0, false, false
 	o.ackTo, o.ackID, o.fallback = 0, 0, false
-	o.shared, o.bb = false, nil
+	o.shared, o.inPlace = false, false
 	o.state.Store(stPosted)
 	o.flags.Store(0)
 	opPool.Put(o)
@@ -174,6 +193,14 @@ func (o *op) Release() {
 	}
 }
 
+// unpinUser releases upin (an unused Pinner's Unpin still costs a write).
+func (o *op) unpinUser() {
+	if o.upinned {
+		o.upin.Unpin()
+		o.upinned = false
+	}
+}
+
 // markDone publishes completion to Release (o.state is stDone).
 func (o *op) markDone() {
 	if o.flags.Or(flagDone)&flagReleased != 0 {
@@ -185,6 +212,7 @@ func (o *op) markDone() {
 // for ops on the active list).
 func (t *Transport) finish(o *op) {
 	t.unregisterRecvLocked(o) // a registered receive holds t.mu here
+	o.unpinUser()
 	t.bounces.put(o.bb)
 	t.smalls.put(o.small)
 	t.smalls.put(o.saved)
@@ -377,6 +405,17 @@ func (t *Transport) startPullLocked(o *op, r pt2pt.Result) {
 		err = d.decode(unsafe.Slice((*byte)(o.landing), descSize))
 	}
 	o.res = pt2pt.Result{Tag: tag, Len: d.size}
+	if o.user.Kind != pt2pt.Device && o.user.Len > 0 {
+		// A short host receive (posted unregistered, perhaps unpinned):
+		// its memory may now take data from outside Go code.
+		if o.ridx < 0 {
+			o.shared = t.registerRecvLocked(o)
+		}
+		if o.user.Len < t.pinFree && !o.upinned {
+			o.upin.Pin(o.user.Ptr)
+			o.upinned = true
+		}
+	}
 	// The data no longer needs the landing area: give back staging now.
 	t.unpin(o.stage)
 	t.bounces.put(o.bb)

@@ -157,6 +157,9 @@ func (t *Transport) unregisterRecvLocked(o *op) {
 // held.
 func (t *Transport) rescueLocked(p unsafe.Pointer, n int) bool {
 	settled := true
+	if t.ninPlace == 0 {
+		return settled
+	}
 	for _, o := range t.posted {
 		if o.landing != o.user.Ptr || o.user.Kind == pt2pt.Device || !overlaps(p, n, o.user.Ptr, o.user.Len) {
 			continue
@@ -172,8 +175,18 @@ func (t *Transport) rescueLocked(p unsafe.Pointer, n int) bool {
 		copy(s.b[:], unsafe.Slice((*byte)(o.landing), descSize))
 		t.smalls.put(o.small)
 		o.small, o.landing = s, s.mem(descSize)
+		t.leavePlace(o)
 	}
 	return settled
+}
+
+// leavePlace: o no longer lands in the caller's memory (unposted, or its
+// descriptor rescued). t.mu held.
+func (t *Transport) leavePlace(o *op) {
+	if o.inPlace {
+		o.inPlace = false
+		t.ninPlace--
+	}
 }
 
 // copyInLocked writes src into the caller's memory at dst, rescuing

@@ -40,6 +40,8 @@ type Transport struct {
 	rndv     int  // smallest plain message senders of this job send by rendezvous
 	descs    bool // descriptors may arrive (IPC, or rndv < math.MaxInt)
 	saveHost bool
+	pinFree  int        // Caps.PinFreeRecvBelow
+	inCaps   pt2pt.Caps // the wrapped transport's
 	fp       pt2pt.FocusedProgresser
 	fi       pt2pt.FocusedIdler
 	imm      pt2pt.ImmediateSender // the wrapped transport's, or nil
@@ -66,9 +68,13 @@ type Transport struct {
 	nstash  atomic.Int32
 	// recvs are the outstanding host receives, whose buffers a new
 	// receive must not share its landing with (shared.go).
-	recvs   []*op
-	nrecvs  atomic.Int32
-	bounces bouncePool
+	recvs  []*op
+	nrecvs atomic.Int32
+	// ninPlace counts the posted host receives whose message lands in the
+	// caller's memory (op.inPlace): only they can leave a descriptor there
+	// for rescueLocked to save.
+	ninPlace int
+	bounces  bouncePool
 
 	smalls  smallPool
 	nextAck atomic.Uint32
@@ -94,16 +100,7 @@ type stashed struct {
 	data  []byte
 }
 
-var (
-	_ pt2pt.Transport             = (*Transport)(nil)
-	_ pt2pt.DeviceMemoryTransport = (*Transport)(nil)
-	_ pt2pt.FocusedProgresser     = (*Transport)(nil)
-	_ pt2pt.FocusedIdler          = (*Transport)(nil)
-	_ pt2pt.BlockingReceiver      = (*Transport)(nil)
-	_ pt2pt.ImmediateSender       = (*Transport)(nil)
-	_ pt2pt.ImmediateReceiver     = (*Transport)(nil)
-	_ pt2pt.SchedulerNeutral      = (*Transport)(nil)
-)
+var _ pt2pt.Transport = (*Transport)(nil)
 
 // New wraps inner.
 func New(inner pt2pt.Transport, cfg Config) *Transport {
@@ -114,15 +111,10 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 		cfg.Depth = DefaultDepth
 	}
 	cfg.Depth = min(cfg.Depth, maxDepth)
-	t := &Transport{inner: inner, cfg: cfg, mv: cfg.Mover}
-	if d, ok := inner.(pt2pt.DeviceMemoryTransport); ok {
-		t.direct = d.DeviceMemory()
-	}
-	t.fp, _ = inner.(pt2pt.FocusedProgresser)
-	t.fi, _ = inner.(pt2pt.FocusedIdler)
-	t.br, _ = inner.(pt2pt.BlockingReceiver)
-	t.imm, _ = inner.(pt2pt.ImmediateSender)
-	t.ir, _ = inner.(pt2pt.ImmediateReceiver)
+	c := inner.Caps()
+	t := &Transport{inner: inner, cfg: cfg, mv: cfg.Mover, inCaps: c, direct: c.DeviceMemory,
+		fp: c.FocusedProgress, fi: c.FocusedIdle, br: c.BlockingRecv,
+		imm: c.ImmediateSend, ir: c.ImmediateRecv}
 	t.landing = new([descSize]byte)
 	var pol Policy
 	if t.mv != nil {
@@ -134,6 +126,10 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 	// buffer: keep them for the bytes the message does not cover (short
 	// messages, truncation).
 	t.saveHost = t.descs
+	t.pinFree = c.PinFreeRecvBelow
+	if t.descs {
+		t.pinFree = max(t.pinFree, descSize)
+	}
 	return t
 }
 
@@ -161,9 +157,40 @@ func (t *Transport) Inner() pt2pt.Transport { return t.inner }
 // Mover is the device mover (nil: host memory only).
 func (t *Transport) Mover() Mover { return t.mv }
 
-// DeviceMemory: device buffers are welcome when a mover or the wrapped
-// transport moves them.
-func (t *Transport) DeviceMemory() bool { return t.mv != nil || t.direct }
+// Caps passes the wrapped transport's capabilities on, each through the
+// decorator's own method (which adds the protocol: descriptors, device
+// buffers, the stash), and only those the wrapped transport has: without
+// them, the engine's fallbacks (Progress, Idle, Irecv, Isend) are what the
+// decorator's methods would do anyway. Device buffers are welcome when a
+// mover or the wrapped transport moves them. The decorator's own work on
+// the immediate paths, which only host messages take, makes no C call, so
+// it is as scheduler-neutral as the wrapped transport. Where descriptors
+// may come, a host receive shorter than one lands in a small of its own,
+// so its buffer needs no pin (startPullLocked pins it when a descriptor
+// moves data there).
+func (t *Transport) Caps() pt2pt.Caps {
+	c := pt2pt.Caps{
+		DeviceMemory:     t.mv != nil || t.direct,
+		SchedulerNeutral: t.inCaps.SchedulerNeutral,
+		PinFreeRecvBelow: t.pinFree,
+	}
+	if t.fp != nil {
+		c.FocusedProgress = t
+	}
+	if t.fi != nil {
+		c.FocusedIdle = t
+	}
+	if t.br != nil {
+		c.BlockingRecv = t
+	}
+	if t.imm != nil {
+		c.ImmediateSend = t
+	}
+	if t.ir != nil {
+		c.ImmediateRecv = t
+	}
+	return c
+}
 
 func (t *Transport) Rank() int { return t.inner.Rank() }
 func (t *Transport) Size() int { return t.inner.Size() }
@@ -208,7 +235,7 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 }
 
 // TrySend sends a short host message inside one call of the wrapped
-// transport when that can (pt2pt.ImmediateSender). Isend hands the same
+// transport when that can (pt2pt.Caps.ImmediateSend). Isend hands the same
 // messages (host memory below the rendezvous threshold) straight to the
 // wrapped transport, so a peer's messages keep their order; device memory
 // and longer host messages are declined, and take Isend. Without it every
@@ -371,22 +398,14 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 }
 
 // RecvWait is Irecv through the wrapped transport's blocking receive when
-// it has one (pt2pt.BlockingReceiver).
+// it has one (pt2pt.Caps.BlockingRecv).
 func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	return t.irecv(m, tag, mask, t.br != nil)
 }
 
-// SchedulerNeutral forwards the inner transport's answer
-// (pt2pt.SchedulerNeutral): the decorator's own work on the immediate paths,
-// which only host messages take, makes no C call.
-func (t *Transport) SchedulerNeutral() bool {
-	n, ok := t.inner.(pt2pt.SchedulerNeutral)
-	return ok && n.SchedulerNeutral()
-}
-
 // TryRecv receives a short host message inside one call of the wrapped
 // transport when it is there or arrives within that transport's short poll
-// (pt2pt.ImmediateReceiver). Without it every blocking host receive would
+// (pt2pt.Caps.ImmediateRecv). Without it every blocking host receive would
 // pay for a pin, a request and an op record.
 //
 // It matches what Irecv matches, data and descriptors alike, so a sender's
@@ -508,8 +527,10 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 	o.user = m
 	// A host receive is registered, posted and listed in one critical
 	// section, so that a receive sharing its memory always finds it, with
-	// any descriptor it has landed (shared.go).
-	host := t.descs && m.Kind != pt2pt.Device && m.Len > 0
+	// any descriptor it has landed (shared.go). One shorter than a
+	// descriptor lands apart, in a small, so no descriptor can land in its
+	// memory: it is registered only if it gets one (startPullLocked).
+	host := t.descs && m.Kind != pt2pt.Device && m.Len >= descSize
 	if host {
 		t.mu.Lock()
 		o.shared = t.registerRecvLocked(o)
@@ -530,6 +551,10 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 		o.pidx = len(t.posted)
 		t.posted = append(t.posted, o)
 		t.nposted.Add(1)
+		if o.landing == m.Ptr && m.Kind != pt2pt.Device && m.Len > 0 {
+			o.inPlace = true
+			t.ninPlace++
+		}
 		t.mu.Unlock() // host implies t.descs
 	}
 	return o, nil
@@ -593,6 +618,7 @@ func (t *Transport) newRecv(m pt2pt.Mem) *op {
 func (t *Transport) unpostLocked(o *op) {
 	if swapRemove(&t.posted, o, func(o *op) *int { return &o.pidx }) {
 		t.nposted.Add(-1)
+		t.leavePlace(o)
 	}
 }
 
@@ -774,19 +800,30 @@ func (t *Transport) Progress() bool {
 	return p
 }
 
-// ProgressFor focuses the wrapped transport on op's transport operation.
+// ProgressFor focuses the wrapped transport on p's transport operation (p
+// itself when it is the wrapped transport's: an immediate send still
+// queued), then advances the protocol's other work, unless p's operation
+// is done: its owner then finishes it at once (Done) and moves on, and a
+// wait over a window of receives would otherwise walk every posted
+// receive for each message.
 func (t *Transport) ProgressFor(p pt2pt.Op) bool {
-	o, ok := p.(*op)
-	if !ok || t.fp == nil || o.state.Load() != stPosted {
-		return t.Progress()
+	in := p
+	o, ours := p.(*op)
+	if ours {
+		if o.state.Load() != stPosted || o.inner == nil {
+			return t.Progress()
+		}
+		in = o.inner
 	}
-	in := o.inner
-	if in == nil {
+	if t.fp == nil {
 		return t.Progress()
 	}
 	pr := t.fp.ProgressFor(in)
 	if t.nwork.Load() > 0 || t.nposted.Load() > 0 {
-		pr = t.advance() || pr
+		// A driven op (a rendezvous send) is finished by advance only.
+		if !in.Done() || ours && o.driven {
+			pr = t.advance() || pr
+		}
 	}
 	return pr
 }

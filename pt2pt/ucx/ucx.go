@@ -127,17 +127,7 @@ func applyEnvDefaults(oversubscribed, eager bool) {
 	}
 }
 
-// The optional capabilities pt2pt looks for (a method whose signature
-// drifted would silently drop one).
-var (
-	_ pt2pt.Transport         = (*Transport)(nil)
-	_ pt2pt.FocusedProgresser = (*Transport)(nil)
-	_ pt2pt.BlockingReceiver  = (*Transport)(nil)
-	_ pt2pt.ImmediateSender   = (*Transport)(nil)
-	_ pt2pt.SchedulerNeutral  = (*Transport)(nil)
-	_ pt2pt.ImmediateReceiver = (*Transport)(nil)
-	_ pt2pt.FocusedIdler      = (*Transport)(nil)
-)
+var _ pt2pt.Transport = (*Transport)(nil)
 
 // Transport is the UCX transport of one process.
 type Transport struct {
@@ -149,6 +139,7 @@ type Transport struct {
 	eps    []*ucxbind.Endpoint
 	closed bool
 
+	free     []*op        // recycled op records (newOpLocked); guarded by mu
 	sleepers atomic.Int32 // goroutines in IdleFor
 	gate     sleepGate
 	sleepMs  int
@@ -221,15 +212,23 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 // and the GPU path selector).
 func (t *Transport) Context() *ucxbind.Context { return t.ctx }
 
-// DeviceMemory reports whether this UCX build moves CUDA memory itself.
-func (t *Transport) DeviceMemory() bool { return t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0 }
+// Caps: every optional operation; device memory when this UCX build moves
+// CUDA memory itself; scheduler-neutral when the per-message calls go
+// through ucxbind's trampoline, which leaves the goroutine out of the
+// runtime's system-call state.
+func (t *Transport) Caps() pt2pt.Caps {
+	return pt2pt.Caps{
+		DeviceMemory:     t.ctx.MemoryTypes()&ucxbind.MemCUDA != 0,
+		SchedulerNeutral: t.w.FastCalls(),
+		FocusedProgress:  t,
+		FocusedIdle:      t,
+		BlockingRecv:     t,
+		ImmediateSend:    t,
+		ImmediateRecv:    t,
+	}
+}
 
 func (t *Transport) Rank() int { return t.cfg.Rank }
-
-// SchedulerNeutral reports whether the per-message calls leave the
-// goroutine out of the runtime's system-call state (pt2pt.SchedulerNeutral):
-// so they do when they go through ucxbind's trampoline.
-func (t *Transport) SchedulerNeutral() bool { return t.w.FastCalls() }
 
 // FastCalls reports whether the worker's per-message calls go through
 // ucxbind's trampoline rather than cgo (Config.CgoCalls, and the
@@ -277,12 +276,22 @@ type op struct {
 	req ucxbind.Request
 }
 
-// ops recycles op records: one per posted operation is the hot path's only
-// allocation in this package.
-var ops = sync.Pool{New: func() any { return new(op) }}
+// maxFreeOps bounds Transport.free.
+const maxFreeOps = 1024
 
-func newOp(t *Transport, req ucxbind.Request) *op {
-	o := ops.Get().(*op)
+// newOpLocked wraps req in an op record from t's free list (one per
+// posted operation is the hot path's only allocation in this package). A
+// list under the worker lock, which posting and releasing hold anyway,
+// costs less than a sync.Pool. t.mu held.
+func (t *Transport) newOpLocked(req ucxbind.Request) *op {
+	var o *op
+	if n := len(t.free); n > 0 {
+		o = t.free[n-1]
+		t.free[n-1] = nil
+		t.free = t.free[:n-1]
+	} else {
+		o = new(op)
+	}
 	o.t, o.req = t, req
 	return o
 }
@@ -322,17 +331,23 @@ func (o *op) Cancel() {
 	o.t.mu.Unlock()
 }
 
-// Release returns the UCP request and recycles o; the caller drops o.
+// Release returns the UCP request and recycles o (one that holds none is
+// left to the collector); the caller drops o.
 func (o *op) Release() {
-	if t := o.t; o.req.Held() {
-		t.mu.Lock()
-		if !t.closed {
-			t.w.Release(&o.req)
-		}
-		t.mu.Unlock()
+	t := o.t
+	if !o.req.Held() {
+		*o = op{}
+		return
+	}
+	t.mu.Lock()
+	if !t.closed {
+		t.w.Release(&o.req)
 	}
 	*o = op{}
-	ops.Put(o)
+	if len(t.free) < maxFreeOps {
+		t.free = append(t.free, o)
+	}
+	t.mu.Unlock()
 }
 
 func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.Op, error) {
@@ -341,22 +356,20 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 		return nil, err
 	}
 	req, err := t.w.Send(ep, m.Ptr, m.Len, tag, sync, hint(m))
+	var o pt2pt.Op = sentOp{} // completed inline (eager): nothing to track, no allocation
+	if st, _, _ := req.Result(); err == nil && (!req.Done() || st != ucxbind.StatusOK) {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	t.wakeSelf(dest)
-	if req.Done() {
-		if st, _, _ := req.Result(); st == ucxbind.StatusOK {
-			// Completed inline (eager): nothing to track, no allocation.
-			return sentOp{}, nil
-		}
-	}
-	return newOp(t, req), nil
+	return o, nil
 }
 
 // TrySend sends a host message of up to ucxbind.SendCopyMax bytes from a
-// copy (ucxbind's SendCopy), for pt2pt.ImmediateSender: UCX keeps no
+// copy (ucxbind's SendCopy), for pt2pt.Caps.ImmediateSend: UCX keeps no
 // reference to m, so a blocking send needs no pin, and unless the queue to
 // the peer is full it completes inside the call, with no request. Longer
 // messages and device memory are declined. (UCX's inline path alone takes
@@ -370,15 +383,16 @@ func (t *Transport) TrySend(dest int, m pt2pt.Mem, tag uint64) (pt2pt.Op, bool, 
 		return nil, false, err
 	}
 	req, err := t.w.SendCopy(ep, m.Ptr, m.Len, tag)
+	var o pt2pt.Op // nil: completed in the call, nothing held
+	if err == nil && !req.Done() {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	if err != nil {
 		return nil, false, err
 	}
 	t.wakeSelf(dest)
-	if req.Done() {
-		return nil, true, nil // completed in the call: nothing held
-	}
-	return newOp(t, req), true, nil
+	return o, true, nil
 }
 
 func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
@@ -388,15 +402,19 @@ func (t *Transport) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 		return nil, fmt.Errorf("ucx transport closed")
 	}
 	req, err := t.w.Recv(m.Ptr, m.Len, tag, mask, hint(m))
+	var o *op
+	if err == nil {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return newOp(t, req), nil
+	return o, nil
 }
 
 // RecvWait posts a receive and polls for it within the same C call
-// (pt2pt.BlockingReceiver): the blocking receive's fast path.
+// (pt2pt.Caps.BlockingRecv): the blocking receive's fast path.
 func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 	t.mu.Lock()
 	if t.closed {
@@ -404,16 +422,20 @@ func (t *Transport) RecvWait(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
 		return nil, fmt.Errorf("ucx transport closed")
 	}
 	req, err := t.w.RecvWait(m.Ptr, m.Len, tag, mask, hint(m), 64)
+	var o *op
+	if err == nil {
+		o = t.newOpLocked(req)
+	}
 	t.mu.Unlock()
 	t.wakeSleepers()
 	if err != nil {
 		return nil, err
 	}
-	return newOp(t, req), nil
+	return o, nil
 }
 
 // TryRecv receives m if a matching message arrives within a short poll,
-// leaving nothing posted otherwise (pt2pt.ImmediateReceiver). The poll
+// leaving nothing posted otherwise (pt2pt.Caps.ImmediateRecv). The poll
 // (tryRecvRounds) outlasts a few round trips between ranks of a node and
 // holds the worker lock meanwhile; a longer wait goes on in the ordinary
 // blocking receive, which lets go of the lock between rounds.
@@ -558,8 +580,8 @@ func (g *sleepGate) wake(w *ucxbind.Worker) {
 func (t *Transport) Idle() { t.IdleFor(nil) }
 
 // IdleFor sleeps until op (if not nil) may be done, something arrives, or
-// the sleep timeout passes (pt2pt.FocusedIdler). The first sleeper arms the
-// worker and sleeps on its event fd; the others wait for a wake. Each
+// the sleep timeout passes (pt2pt.Caps.FocusedIdle). The first sleeper arms
+// the worker and sleeps on its event fd; the others wait for a wake. Each
 // looks at op after it can be woken, so a completion is never lost to the
 // timeout.
 func (t *Transport) IdleFor(op pt2pt.Op) {

@@ -342,8 +342,9 @@ func checkBuf(op string, b Buffer) error {
 	return nil
 }
 
-// post checks c and b, pins b and starts the transport operation m
-// describes on b's memory.
+// post checks c and b, pins b (unless the transport says a receive into
+// it needs no pin) and starts the transport operation m describes on b's
+// memory.
 func (c *Comm) post(op string, b Buffer, m pt2pt.Msg) (*Request, error) {
 	if err := c.check(op); err != nil {
 		return nil, err
@@ -360,8 +361,10 @@ func (c *Comm) postIn(req *Request, b Buffer, m pt2pt.Msg) (*Request, error) {
 	if anyFreed.Load() {
 		sweepFreed()
 	}
-	req.pinner = pinBuffers(b)
 	m.Mem = b.mem()
+	if m.Flags&pt2pt.Receive == 0 || !c.pc.RecvPinFree(m.Mem) {
+		req.pinner = pinBuffers(b)
+	}
 	if err := c.pc.Post(m, &req.r); err != nil {
 		req.complete(pt2pt.Status{}, nil)
 		return nil, face(err)
