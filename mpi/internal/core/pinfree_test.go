@@ -1,4 +1,4 @@
-package mpi
+package core
 
 import (
 	"bytes"
