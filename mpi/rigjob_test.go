@@ -1,0 +1,41 @@
+package mpi
+
+import (
+	"fmt"
+	"os"
+)
+
+// rig_gpu is the device-buffer job internal/rigtest runs across the rig's
+// nodes with this test binary as every rank and GOMPIX_TEST_FAKE_GPU=1:
+// each process has its own fake driver, so device data between processes
+// goes through host memory (the staged path) on every pair of ranks.
+func init() {
+	scenarios["rig_gpu"] = func(w *Comm) error {
+		for _, count := range []int{0, 1, 31, 1000, 70000} {
+			if err := collSuite[float32](w, count, false, Sum, false); err != nil {
+				return err
+			}
+		}
+		if err := collSuite[int32](w, 20000, true, Sum, false); err != nil {
+			return err
+		}
+		// GOMPIX_HIER=on must have taken two levels, off never.
+		if on := os.Getenv("GOMPIX_HIER") == "on"; (w.hier.calls > 0) != on {
+			return fmt.Errorf("GOMPIX_HIER=%s: %d two-level calls", os.Getenv("GOMPIX_HIER"), w.hier.calls)
+		}
+		// Point to point in pairs: the first and the last rank (on other
+		// nodes under block placement), the rest among themselves.
+		edge := w.Rank() == 0 || w.Rank() == w.Size()-1
+		pair, err := w.Split(map[bool]int{true: 0, false: 1}[edge], w.Rank())
+		if err != nil {
+			return err
+		}
+		if err := scenarioGPUP2P([]int{0, 1, 31, 1<<16 + 3, 1 << 20})(pair); err != nil {
+			return err
+		}
+		if pair.Rank() < 2 && pair.Size() > 1 && ReadCounters().Staged() == 0 {
+			return fmt.Errorf("device messages exchanged, none staged")
+		}
+		return pair.Free()
+	}
+}
