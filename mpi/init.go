@@ -205,6 +205,9 @@ func start() (*state, error) {
 		}
 		settleScheduler(cfg.settle)
 	}
+	if gcfg.DebugPath && env.Size > 1 {
+		s.logPeerPaths(os.Stderr)
+	}
 	return s, nil
 }
 

@@ -60,7 +60,8 @@ var allowed = map[string][]string{
 	// buildinfo: the commands' --version line, from the standard library.
 	"internal/buildinfo": {},
 	// rigtest: the multi-node test rig (scripts/rig) for tests.
-	"internal/rigtest": {},
+	"internal/rigtest":  {},
+	"internal/peerpath": {},
 }
 
 // cgoAllowed are the only packages that may say import "C" (internal/pmix
