@@ -23,10 +23,14 @@ func init() {
 		if on := os.Getenv("GOMPIX_HIER") == "on"; (w.hier.calls > 0) != on {
 			return fmt.Errorf("GOMPIX_HIER=%s: %d two-level calls", os.Getenv("GOMPIX_HIER"), w.hier.calls)
 		}
-		// Point to point in pairs: the first and the last rank (on other
-		// nodes under block placement), the rest among themselves.
-		edge := w.Rank() == 0 || w.Rank() == w.Size()-1
-		pair, err := w.Split(map[bool]int{true: 0, false: 1}[edge], w.Rank())
+		// Point to point in pairs (scenarioGPUP2P is for two ranks): the
+		// first and the last rank (on other nodes under block placement),
+		// then 1 and 2, 3 and 4...
+		color := 1 + (w.Rank()-1)/2
+		if w.Rank() == 0 || w.Rank() == w.Size()-1 {
+			color = 0
+		}
+		pair, err := w.Split(color, w.Rank())
 		if err != nil {
 			return err
 		}
