@@ -43,10 +43,7 @@ func mpiTestBinary(t *testing.T) string {
 // flat and in two levels. A fake's IPC handles mean nothing in another
 // process, so every pair stages through host memory: peers on other nodes
 // by the selector's own choice (checked in GOMPIX_DEBUG=path's lines),
-// peers on one node below an IPC threshold no message reaches. Jobs of 4
-// ranks or more are left out: there a host allreduce after the device
-// collectives dereferences a released collective message (pt2pt.Request
-// with no operation), on one host as well as across nodes.
+// peers on one node below an IPC threshold no message reaches.
 func TestDeviceBuffersAcrossNodes(t *testing.T) {
 	r := Up(t, 3)
 	bin := mpiTestBinary(t)
@@ -55,8 +52,9 @@ func TestDeviceBuffersAcrossNodes(t *testing.T) {
 		ranks             int
 	}{
 		{"2x1/hier=off", "node1:1,node2:1", "off", 2},
-		{"1+2/hier=off", "node1:1,node2:2", "off", 3},
-		{"1+2/hier=on", "node1:1,node2:2", "on", 3},
+		{"2x2/hier=off", "node1:2,node2:2", "off", 4},
+		{"1+2+3/hier=off", "node1:1,node2:2,node3:3", "off", 6},
+		{"1+2+3/hier=on", "node1:1,node2:2,node3:3", "on", 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := r.gompirun(t, 150*time.Second, "-H", c.hosts, "-x", "GOMPIX_TEST_SCENARIO=rig_gpu",
