@@ -3,6 +3,7 @@ package mpi
 import (
 	"fmt"
 	"os"
+	"testing"
 )
 
 // rig_gpu is the device-buffer job internal/rigtest runs across the rig's
@@ -42,4 +43,14 @@ func init() {
 		}
 		return pair.Free()
 	}
+}
+
+// TestRigGPUScenarioOneHost runs rig_gpu as four real processes on this
+// host (staged forced: the fakes' IPC handles mean nothing across
+// processes): device collectives, then host ones, on one executor.
+func TestRigGPUScenarioOneHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process UCX run skipped in -short mode")
+	}
+	runJobEnv(t, []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off", "GOMPIX_HIER=off"}, "rig_gpu", 4)
 }
