@@ -402,118 +402,166 @@ func (j *job) rank0Stdin() (io.Reader, error) {
 // supervise waits for every started rank to end, turning failures, ctx and
 // the timeout into termination, and returns the job's status and error.
 func (j *job) supervise(ctx context.Context, exits <-chan exitEvent, startErr error) (int, error) {
-	running := len(j.procs)
-	j.exited = make([]bool, running)
-	j.sent = make([]uint64, running)
-
-	code := 0
-	var errs []error
-	terminating := false
-	var grace *time.Timer
-	var graceC, lostC <-chan time.Time
-	defer func() {
-		if grace != nil {
-			grace.Stop()
-		}
-	}()
-	terminate := func(sig syscall.Signal) {
-		terminating = true
-		j.signalRunning(sig)
-		grace = time.NewTimer(j.cfg.Grace)
-		graceC = grace.C
-	}
-
-	var timeoutC <-chan time.Time
+	s := &supervisor{j: j, ctx: ctx, done: ctx.Done(), running: len(j.procs)}
+	j.exited = make([]bool, s.running)
+	j.sent = make([]uint64, s.running)
+	defer s.stopTimers()
 	if j.cfg.Timeout > 0 {
-		t := time.NewTimer(j.cfg.Timeout)
-		defer t.Stop()
-		timeoutC = t.C
+		s.timeout = time.NewTimer(j.cfg.Timeout)
+		s.timeoutC = s.timeout.C
 	}
-	done := ctx.Done()
-
 	if startErr != nil {
-		j.sink.message(startErr.Error())
-		errs = append(errs, startErr)
-		code = startCode(startErr)
-		terminate(syscall.SIGTERM)
+		s.fail(startCode(startErr), startErr)
+		s.terminate(syscall.SIGTERM)
 	}
-
-	for running > 0 {
+	for s.running > 0 {
 		select {
 		case ev := <-exits:
-			running--
-			j.exited[ev.rank] = true
-			if ev.rank == 0 && j.stdinW != nil {
-				j.stdinW.Close() // stop feeding a rank that is gone
-			}
-			rcode, rerr := j.exitError(ev, terminating)
-			if rerr == nil {
-				continue
-			}
-			if code == 0 {
-				code = rcode
-			}
-			j.sink.message(rerr.Error())
-			errs = append(errs, rerr)
-			if !terminating {
-				terminate(syscall.SIGTERM)
-			}
-
-		case <-done:
-			done = nil
-			sig := syscall.SIGTERM
-			var se *SignalError
-			if errors.As(context.Cause(ctx), &se) {
-				sig = se.Signal
-			}
-			if terminating {
-				// Asked again while already ending the job: stop waiting.
-				j.signalRunning(syscall.SIGKILL)
-				continue
-			}
-			err := fmt.Errorf("job interrupted: %w", context.Cause(ctx))
-			j.sink.message(fmt.Sprintf("%v; terminating %d rank(s)", err, running))
-			errs = append(errs, err)
-			code = 128 + int(sig)
-			terminate(sig)
-
-		case <-timeoutC:
-			timeoutC = nil
-			if terminating {
-				continue
-			}
-			err := fmt.Errorf("%w after %v", ErrTimeout, j.cfg.Timeout)
-			j.sink.message(err.Error())
-			errs = append(errs, err)
-			code = ExitTimeout
-			terminate(syscall.SIGTERM)
-
-		case <-graceC:
-			graceC = nil
-			j.signalRunning(syscall.SIGKILL)
-			lostC = time.After(j.cfg.Grace)
-
-		case <-lostC:
-			// A host whose ranks outlive SIGKILL by a grace period is
-			// not answering: drop its agent, which fails its ranks.
-			lostC = nil
-			j.dropAgents()
-
+			s.rankExited(ev)
+		case <-s.done:
+			s.interrupted()
+		case <-s.timeoutC:
+			s.timedOut()
+		case <-s.graceC:
+			s.graceOver()
+		case <-s.lostC:
+			s.hostsLost()
 		case sig := <-j.cfg.Signals:
-			// Not remembered as sent: a rank this kills (it has no
-			// handler) failed on its own account.
-			for r, p := range j.procs {
-				if !j.exited[r] {
-					p.Signal(sig)
-				}
-			}
+			s.forward(sig)
 		}
 	}
+	return s.result()
+}
 
-	if len(errs) == 1 {
-		return code, errs[0]
+// supervisor is supervise's state: what has gone wrong so far and the
+// channels still to wait on (nil once they have fired).
+type supervisor struct {
+	j       *job
+	ctx     context.Context
+	running int // ranks not yet reaped
+
+	code        int
+	errs        []error
+	terminating bool // the ranks have been told to end
+
+	timeout, grace *time.Timer
+	done           <-chan struct{}
+	timeoutC       <-chan time.Time
+	graceC, lostC  <-chan time.Time
+}
+
+func (s *supervisor) stopTimers() {
+	if s.timeout != nil {
+		s.timeout.Stop()
 	}
-	return code, errors.Join(errs...) // nil without errors
+	if s.grace != nil {
+		s.grace.Stop()
+	}
+}
+
+// fail reports err and records it; the first failure's code is the job's
+// status.
+func (s *supervisor) fail(code int, err error) {
+	s.j.sink.message(err.Error())
+	s.record(code, err)
+}
+
+func (s *supervisor) record(code int, err error) {
+	s.errs = append(s.errs, err)
+	if s.code == 0 {
+		s.code = code
+	}
+}
+
+// terminate sends sig to the running ranks and starts the grace period
+// after which they are killed.
+func (s *supervisor) terminate(sig syscall.Signal) {
+	s.terminating = true
+	s.j.signalRunning(sig)
+	s.grace = time.NewTimer(s.j.cfg.Grace)
+	s.graceC = s.grace.C
+}
+
+// rankExited reaps a rank; a failure ends the job, with the first failure's
+// status.
+func (s *supervisor) rankExited(ev exitEvent) {
+	s.running--
+	s.j.exited[ev.rank] = true
+	if ev.rank == 0 && s.j.stdinW != nil {
+		s.j.stdinW.Close() // stop feeding a rank that is gone
+	}
+	rcode, rerr := s.j.exitError(ev, s.terminating)
+	if rerr == nil {
+		return
+	}
+	s.fail(rcode, rerr)
+	if !s.terminating {
+		s.terminate(syscall.SIGTERM)
+	}
+}
+
+// interrupted handles ctx's cancellation: the first ends the job with the
+// cause's signal (SIGTERM for another cause); a second while ending it
+// kills the ranks at once.
+func (s *supervisor) interrupted() {
+	s.done = nil
+	if s.terminating {
+		// Asked again while already ending the job: stop waiting.
+		s.j.signalRunning(syscall.SIGKILL)
+		return
+	}
+	sig := syscall.SIGTERM
+	var se *SignalError
+	if errors.As(context.Cause(s.ctx), &se) {
+		sig = se.Signal
+	}
+	err := fmt.Errorf("job interrupted: %w", context.Cause(s.ctx))
+	s.j.sink.message(fmt.Sprintf("%v; terminating %d rank(s)", err, s.running))
+	s.record(128+int(sig), err)
+	s.terminate(sig)
+}
+
+// timedOut ends the job at Config.Timeout, unless it is ending already.
+func (s *supervisor) timedOut() {
+	s.timeoutC = nil
+	if s.terminating {
+		return
+	}
+	s.fail(ExitTimeout, fmt.Errorf("%w after %v", ErrTimeout, s.j.cfg.Timeout))
+	s.terminate(syscall.SIGTERM)
+}
+
+// graceOver kills the ranks that outlived the grace period.
+func (s *supervisor) graceOver() {
+	s.graceC = nil
+	s.j.signalRunning(syscall.SIGKILL)
+	s.lostC = time.After(s.j.cfg.Grace)
+}
+
+// hostsLost: a host whose ranks outlive SIGKILL by a grace period is not
+// answering: drop its agent, which fails its ranks.
+func (s *supervisor) hostsLost() {
+	s.lostC = nil
+	s.j.dropAgents()
+}
+
+// forward passes a signal from Config.Signals to the running ranks. It is
+// not remembered as sent: a rank it kills (it has no handler) failed on its
+// own account.
+func (s *supervisor) forward(sig syscall.Signal) {
+	for r, p := range s.j.procs {
+		if !s.j.exited[r] {
+			p.Signal(sig)
+		}
+	}
+}
+
+// result is the job's status and its errors, joined when there are several.
+func (s *supervisor) result() (int, error) {
+	if len(s.errs) == 1 {
+		return s.code, s.errs[0]
+	}
+	return s.code, errors.Join(s.errs...) // nil without errors
 }
 
 // startCode is the job's exit status when starting a rank failed: the

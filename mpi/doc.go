@@ -16,8 +16,9 @@
 // (Slice wraps a Go slice; device buffers are typed device allocations), so
 // no operation asks the driver what a pointer is.
 //
-// Layer: the only package applications import. It imports coll, pt2pt and
-// its transports, and internal packages (wire-up, dtype, config).
+// Layer: the only package applications import. It is a face over
+// mpi/internal/core, its only gompix import, which holds the runtime and
+// wires the layers below; no exported name here mentions their types.
 //
 // Concurrency: MPI_THREAD_MULTIPLE. Any goroutine may call any operation;
 // the engine serialises inside. As MPI requires, collectives on one

@@ -74,6 +74,10 @@
 // allreduce, (n−1)/n for allgather, reduce_scatter,
 // alltoall, gather and scatter, 1 for bcast and reduce), in GB/s.
 //
+// Flags returns a benchmark's options as a pflag set (what gompix's shell
+// completion offers); Parse rewrites the getopt spellings into the forms
+// pflag reads the same way, then parses with it.
+//
 // # Output
 //
 // Byte-compatible with OSU 7.4: an empty line and "# OSU MPI<-CUDA> <title>
@@ -116,7 +120,7 @@
 //   - Timing uses Go's monotonic clock (wtime: time.Since a fixed
 //     origin) instead of MPI_Wtime.
 //
-// Layer: imports mpi only (docs/design/architecture.md §1); cmd/gompix wraps it in cobra.
+// Layer: imports mpi only of gompix, and pflag (docs/design/architecture.md §1); cmd/gompix wraps it in cobra.
 // Concurrency: a run owns its communicator; Run must be called by every
 // rank with the same options.
 package osu

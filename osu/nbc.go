@@ -25,95 +25,126 @@ func runNonblocking(e *env, k *collective) error {
 		if err := e.c.Barrier(); err != nil {
 			return err
 		}
-		// Pure communication.
-		var pure time.Duration
-		for i := 0; i < iters+skip; i++ {
-			s, r := it.views(e.rootFor(i))
-			t0 := wtime()
-			req, err := it.start(s, r, e.rootFor(i))
-			if err != nil {
-				return err
-			}
-			if _, err := req.Wait(); err != nil {
-				return err
-			}
-			if d := wtime() - t0; i >= skip {
-				pure += d
-			}
-			if err := e.c.Barrier(); err != nil {
-				return err
-			}
-		}
-		latency := pure / time.Duration(iters)
-		// Overlapped with a computation as long as the pure time.
-		var overall, initT, compute, test, wait time.Duration
-		errs := 0
-		for i := 0; i < iters+skip; i++ {
-			if e.o.Validate {
-				it.prepare(i)
-			}
-			s, r := it.views(e.rootFor(i))
-			t0 := wtime()
-			req, err := it.start(s, r, e.rootFor(i))
-			if err != nil {
-				return err
-			}
-			t1 := wtime()
-			tt, err := computeAndTest(latency, e.o.TestCalls, req)
-			if err != nil {
-				return err
-			}
-			t2 := wtime()
-			if _, err := req.Wait(); err != nil {
-				return err
-			}
-			t3 := wtime()
-			if i >= skip {
-				overall += t3 - t0
-				initT += t1 - t0
-				compute += t2 - t1
-				test += tt
-				wait += t3 - t2
-				if e.tail != nil {
-					e.tail[i-skip] = micros(t3 - t0)
-				}
-			}
-			if e.o.Validate {
-				errs += it.check(i)
-			}
-			if err := e.c.Barrier(); err != nil {
-				return err
-			}
-		}
-		per := func(d time.Duration) float64 { return micros(d) / float64(iters) }
-		st, err := combine(e.c, per(overall), per(compute), per(test), per(wait), per(initT), micros(latency), float64(errs))
+		latency, err := pureLatency(e, it, iters, skip)
 		if err != nil {
 			return err
 		}
-		tail, err := e.collTail(iters)
+		t, err := overlapped(e, it, iters, skip, latency)
 		if err != nil {
 			return err
 		}
-		n := e.n
-		r := row{
-			Tail:    tail,
-			Size:    size,
-			Avg:     st.Avg(0, n),
-			Compute: st.Avg(1, n) - st.Avg(2, n),
-			Test:    st.Avg(2, n),
-			Wait:    st.Avg(3, n),
-			Init:    st.Avg(4, n),
-			Comm:    st.Avg(5, n),
-			Min:     st.Min[5],
-			Max:     st.Max[5],
-			Errors:  int(st.Sum[6]),
-		}
-		if r.Comm > 0 {
-			r.Overlap = max(0, 100-(r.Avg-r.Compute)/r.Comm*100)
+		r, err := overlapRow(e, size, iters, latency, t)
+		if err != nil {
+			return err
 		}
 		e.report(r)
 	}
 	return nil
+}
+
+// pureLatency is the mean time of the operation alone: start, then wait.
+func pureLatency(e *env, it *collIteration, iters, skip int) (time.Duration, error) {
+	var pure time.Duration
+	for i := 0; i < iters+skip; i++ {
+		s, r := it.views(e.rootFor(i))
+		t0 := wtime()
+		req, err := it.start(s, r, e.rootFor(i))
+		if err != nil {
+			return 0, err
+		}
+		if _, err := req.Wait(); err != nil {
+			return 0, err
+		}
+		if d := wtime() - t0; i >= skip {
+			pure += d
+		}
+		if err := e.c.Barrier(); err != nil {
+			return 0, err
+		}
+	}
+	return pure / time.Duration(iters), nil
+}
+
+// overlapTimes are one rank's totals over the timed iterations of the
+// overlapped run, and its validation errors over all of them.
+type overlapTimes struct {
+	overall, init, compute, test, wait time.Duration
+	errs                               int
+}
+
+// overlapped runs the operation overlapped with a computation as long as
+// latency, its pure time, and returns the totals.
+func overlapped(e *env, it *collIteration, iters, skip int, latency time.Duration) (overlapTimes, error) {
+	var t overlapTimes
+	for i := 0; i < iters+skip; i++ {
+		if e.o.Validate {
+			it.prepare(i)
+		}
+		s, r := it.views(e.rootFor(i))
+		t0 := wtime()
+		req, err := it.start(s, r, e.rootFor(i))
+		if err != nil {
+			return t, err
+		}
+		t1 := wtime()
+		tt, err := computeAndTest(latency, e.o.TestCalls, req)
+		if err != nil {
+			return t, err
+		}
+		t2 := wtime()
+		if _, err := req.Wait(); err != nil {
+			return t, err
+		}
+		t3 := wtime()
+		if i >= skip {
+			t.overall += t3 - t0
+			t.init += t1 - t0
+			t.compute += t2 - t1
+			t.test += tt
+			t.wait += t3 - t2
+			if e.tail != nil {
+				e.tail[i-skip] = micros(t3 - t0)
+			}
+		}
+		if e.o.Validate {
+			t.errs += it.check(i)
+		}
+		if err := e.c.Barrier(); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// overlapRow combines every rank's times into the size's row (collective).
+func overlapRow(e *env, size, iters int, latency time.Duration, t overlapTimes) (row, error) {
+	per := func(d time.Duration) float64 { return micros(d) / float64(iters) }
+	st, err := combine(e.c, per(t.overall), per(t.compute), per(t.test), per(t.wait), per(t.init), micros(latency), float64(t.errs))
+	if err != nil {
+		return row{}, err
+	}
+	tail, err := e.collTail(iters)
+	if err != nil {
+		return row{}, err
+	}
+	n := e.n
+	r := row{
+		Tail:    tail,
+		Size:    size,
+		Avg:     st.Avg(0, n),
+		Compute: st.Avg(1, n) - st.Avg(2, n),
+		Test:    st.Avg(2, n),
+		Wait:    st.Avg(3, n),
+		Init:    st.Avg(4, n),
+		Comm:    st.Avg(5, n),
+		Min:     st.Min[5],
+		Max:     st.Max[5],
+		Errors:  int(st.Sum[6]),
+	}
+	if r.Comm > 0 {
+		r.Overlap = max(0, 100-(r.Avg-r.Compute)/r.Comm*100)
+	}
+	return r, nil
 }
 
 // computeAndTest busy-computes for d, calling req.Test calls times at

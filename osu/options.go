@@ -258,84 +258,13 @@ func (o *Options) setTailPercentiles(b *Benchmark, opt, arg string, hasArg bool)
 // argument attached or following, long options with "--name[=value]".
 // Words that are not options (the "SRC DST" buffer placement) may come
 // before, between or after the options; after "--" every word is one.
-// A getopt loop rather than pflag, which reads no attached optional value
-// (-z50, -cVALUE) and cannot tell "-m" from "--message-size" in an error.
+// b's options are a pflag set (Flags); getoptForms first rewrites the
+// getopt spellings pflag reads differently.
 func Parse(b *Benchmark, args []string) (Options, error) {
 	o := defaults(b)
-	allowed := b.optstring()
-	var positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			positional = append(positional, args[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		if strings.HasPrefix(a, "--") {
-			name, val, hasVal := strings.Cut(a[2:], "=")
-			spec, ok := findLong(name)
-			if !ok || (spec.short != 0 && !strings.ContainsRune(allowed, rune(spec.short))) ||
-				(spec.short == 0 && !b.allowsLong(name)) {
-				return o, &UsageError{Message: "Invalid option", Opt: "--" + name}
-			}
-			opt := "--" + name
-			switch spec.arg {
-			case noArg:
-				if hasVal {
-					return o, &UsageError{Message: "Option takes no argument", Opt: opt, Arg: val}
-				}
-			case reqArg:
-				if !hasVal {
-					if i+1 >= len(args) {
-						return o, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
-					}
-					i++
-					val = args[i]
-				}
-			}
-			if err := o.apply(b, spec, opt, val, hasVal || spec.arg == reqArg); err != nil {
-				return o, err
-			}
-			if o.Help || o.Version {
-				return o, nil
-			}
-			continue
-		}
-		// A cluster of short options: -fc, -m1:4, -m 1:4.
-		for j := 1; j < len(a); j++ {
-			c := a[j]
-			opt := "-" + string(c)
-			spec, ok := findShort(c)
-			if !ok || !strings.ContainsRune(allowed, rune(c)) {
-				return o, &UsageError{Message: "Invalid option", Opt: opt}
-			}
-			val, hasVal := "", false
-			switch spec.arg {
-			case reqArg:
-				if j+1 < len(a) {
-					val = a[j+1:]
-				} else if i+1 < len(args) {
-					i++
-					val = args[i]
-				} else {
-					return o, &UsageError{Message: "Option Missing Required Argument", Opt: opt}
-				}
-				hasVal, j = true, len(a)
-			case optArg:
-				if j+1 < len(a) {
-					val, hasVal, j = a[j+1:], true, len(a)
-				}
-			}
-			if err := o.apply(b, spec, opt, val, hasVal); err != nil {
-				return o, err
-			}
-			if o.Help || o.Version {
-				return o, nil
-			}
-		}
+	positional, err := o.parseFlags(b, args)
+	if err != nil || o.Help || o.Version {
+		return o, err
 	}
 	if err := o.placement(b, positional); err != nil {
 		return o, err

@@ -362,6 +362,32 @@ func TestParseForms(t *testing.T) {
 		{lat, []string{"---m", "8"}, nil, "Invalid option [---m]"},
 		{lat, []string{"--m", "8"}, nil, "Invalid option [--m]"},
 		{lat, []string{"--", "-m", "8"}, nil, "Invalid buffer placement (want H, D, MH or MD) [-m]"},
+		// Values pflag alone would read otherwise (Flags, getoptForms):
+		// empty, starting with "=", looking like an option or like "--".
+		{lat, []string{"-m", ""}, nil, "Invalid Message Size [-m]"},
+		{lat, []string{"--iterations="}, nil, "Invalid Number of Iterations [--iterations]"},
+		{lat, []string{"-m==8"}, nil, "Invalid Message Size [-m ==8]"},
+		{lat, []string{"--message-size==8"}, nil, "Invalid Message Size [--message-size =8]"},
+		{lat, []string{"-i", "--", "H", "H"}, nil, "Invalid Number of Iterations [-i --]"},
+		{lat, []string{"--iterations", "-h"}, nil, "Invalid Number of Iterations [--iterations -h]"},
+		{lat, []string{"-i0q"}, nil, "Invalid Number of Iterations [-i 0q]"},
+		{lat, []string{"--help=", "x"}, nil, "Option takes no argument [--help]"},
+		{lat, []string{"-c="}, nil, "Validation logging is not supported by gompix [-c =]"},
+		// Parsing ends at -h or -v inside a cluster and after the long forms.
+		{lat, []string{"-hz0"}, func(o Options) bool { return o.Help && o.TailPercentiles == nil }, ""},
+		{lat, []string{"-vh"}, func(o Options) bool { return o.Version && !o.Help }, ""},
+		{lat, []string{"--version", "-q"}, func(o Options) bool { return o.Version }, ""},
+		{lat, []string{"--help", "--bogus"}, func(o Options) bool { return o.Help }, ""},
+		// Letters that are no option, named as typed.
+		{ar, []string{"-f="}, nil, "Invalid option [-=]"},
+		{ar, []string{"-f-"}, nil, "Invalid option [--]"},
+		{ar, []string{"-fq"}, nil, "Invalid option [-q]"},
+		{lat, []string{"-é"}, nil, "Invalid option [-é]"},
+		{lat, []string{"--nope=3"}, nil, "Invalid option [--nope]"},
+		// Words that are no option: empty, "--" after "--".
+		{lat, []string{"", "H"}, nil, "Invalid buffer placement (want H, D, MH or MD) []"},
+		{lat, []string{"--", "--"}, nil, "Expected buffer placement SRC DST (H, D, MH or MD) [--]"},
+		{lat, []string{"-m", "8", "--", "H", "D"}, func(o Options) bool { return o.MaxSize == 8 && o.Dst == Device }, ""},
 	}
 	for _, tc := range cases {
 		o, err := Parse(tc.b, tc.args)

@@ -237,6 +237,7 @@ func names() []string {
 
 // help texts of the options, by letter.
 var helpText = map[byte]string{
+	0:   "add nccl-tests algbw/busbw columns (GB/s)", // --nccl-bw, the one option without a letter
 	'h': "print this help",
 	'v': "print version info",
 	'f': "print full format listing (MIN/MAX latency and ITERATIONS\n  displayed in addition to AVERAGE latency)",
@@ -287,6 +288,6 @@ func Usage(w io.Writer, b *Benchmark) {
 		fmt.Fprintf(w, "  -%c, --%-20s%s\n", c, spec.long, text)
 	}
 	if b.busFactor != nil {
-		fmt.Fprintf(w, "      --%-20s%s\n", "nccl-bw", "add nccl-tests algbw/busbw columns (GB/s)")
+		fmt.Fprintf(w, "      --%-20s%s\n", "nccl-bw", helpText[0])
 	}
 }

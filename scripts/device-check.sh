@@ -21,7 +21,7 @@
 #
 # To add a package, append it to PKGS (and to BENCH_PKGS for benchmarks).
 set -u
-PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels mpi pt2pt/gpu stream"}
+PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels mpi mpi/internal/core pt2pt/gpu stream"}
 BENCH_PKGS=${BENCH_PKGS:-"kernels"}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-2s}

@@ -4,7 +4,7 @@
 // call). It measures what the Go side of gompix adds (docs/design/go-runtime.md).
 // Two processes exchange worker addresses through files in DIR.
 //
-//   gcc -O2 -I ucxbind -o /tmp/ucx_pingpong scripts/ucx_pingpong.c ucxbind/gx.c -lucp -lucs
+//   gcc -O2 -I ucxbind -o /tmp/ucx_pingpong scripts/ucx_pingpong.c ucxbind/gx.c $(pkg-config --cflags --libs ucx)
 //   d=$(mktemp -d); /tmp/ucx_pingpong $d 1 100000 & /tmp/ucx_pingpong $d 0 100000; wait
 #include "gx.h"
 #include <stdio.h>

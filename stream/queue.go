@@ -274,6 +274,23 @@ func reachedBy(reached, seq uint32) bool { return int32(reached-seq) >= 0 }
 // are done. It reports whether anything changed and whether anything is
 // still pending. Progress goroutine only.
 func (q *Queue) progress() (progressed, pending bool) {
+	progressed = q.pollStarted()
+	reached, open := q.reachedFlag()
+	if !open {
+		return progressed, false
+	}
+	if q.advance(reached) {
+		progressed = true
+	}
+	q.mu.Lock()
+	pending = len(q.ops) > 0 || q.active > 0
+	q.mu.Unlock()
+	return progressed, pending
+}
+
+// pollStarted polls the started nonblocking operations (the stream has
+// been released from them) and finishes those that are done.
+func (q *Queue) pollStarted() (progressed bool) {
 	for i := 0; i < len(q.prog); {
 		ent := q.prog[i]
 		done, err := ent.poll()
@@ -289,21 +306,34 @@ func (q *Queue) progress() (progressed, pending bool) {
 		q.mu.Unlock()
 		progressed = true
 	}
-	// The flags are touched only under q.mu with the queue open: Close
-	// frees them once nothing is pending, possibly while this goroutine
-	// still holds q in its snapshot of the engine's queues.
+	return progressed
+}
+
+// reachedFlag reads the last operation the stream has got to; open is false
+// once the queue is closed. The flags are touched only under q.mu with the
+// queue open: Close frees them once nothing is pending, possibly while the
+// progress goroutine still holds q in its snapshot of the engine's queues.
+func (q *Queue) reachedFlag() (reached uint32, open bool) {
 	q.mu.Lock()
 	if q.closed.Load() {
 		q.mu.Unlock()
-		return progressed, false
+		return 0, false
 	}
-	reached := atomic.LoadUint32(q.reached)
+	reached = atomic.LoadUint32(q.reached)
 	q.mu.Unlock()
+	return reached, true
+}
+
+// advance walks ops in stream order: it starts each operation the stream
+// has reached and releases the stream past it once it is finished (or,
+// nonblocking, started). It stops at one not reached yet, or at a blocking
+// one not done: the stream waits there, so nothing later has been reached.
+func (q *Queue) advance(reached uint32) (progressed bool) {
 	for {
 		q.mu.Lock()
 		if len(q.ops) == 0 {
 			q.mu.Unlock()
-			break
+			return progressed
 		}
 		ent := q.ops[0]
 		q.mu.Unlock()
@@ -311,66 +341,78 @@ func (q *Queue) progress() (progressed, pending bool) {
 		var err error
 		if !ent.started {
 			if !reachedBy(reached, ent.seq) {
-				break
+				return progressed
 			}
-			ent.started = true
 			progressed = true
-			if q.st.on && ent.op.Block {
-				ent.t0 = time.Now()
-				q.st.seen(ent.t0)
-			}
-			ent.poll, err = ent.op.Start()
-			if q.st.on && ent.op.Block {
-				ent.t1 = time.Now()
-			}
-			if err != nil || ent.poll == nil {
-				finished = true
-			}
+			finished, err = q.start(ent)
 		}
-		if !finished {
-			if ent.op.Block {
-				done, perr := ent.poll()
-				if !done {
-					break // the stream waits here: nothing later has been reached
-				}
-				finished, err = true, perr
+		if !finished && ent.op.Block {
+			done, perr := ent.poll()
+			if !done {
+				return progressed
 			}
+			finished, err = true, perr
 		}
 		if finished {
 			q.finish(ent, err)
 			if q.st.on && ent.op.Block {
-				now := time.Now()
-				q.st.ran(ent.t0, ent.t1, now)
-				q.st.lastGo = now
+				q.timeRan(ent)
 			}
 		}
-		q.mu.Lock()
-		if !finished {
-			q.active++ // nonblocking, started: polled from prog until done
-		}
-		// Release the stream: after finish, so whatever Done records is
-		// visible to the host before the stream's later work can signal
-		// it, and before the operation leaves ops, so that Close (which
-		// needs ops empty) cannot free the flag under this store.
-		atomic.StoreUint32(q.goFlag, ent.seq)
-		if ent.hostWait {
-			cudadrv.EndHostWait()
-		}
-		copy(q.ops, q.ops[1:])
-		q.ops[len(q.ops)-1] = nil
-		q.ops = q.ops[:len(q.ops)-1]
-		q.nops.Store(int32(len(q.ops)))
-		q.space.Broadcast()
-		q.mu.Unlock()
-		if !finished {
-			q.prog = append(q.prog, ent)
-		}
+		q.release(ent, finished)
 		progressed = true
 	}
+}
+
+// start starts an operation the stream has reached; it is finished already
+// when Start fails or returns no Poll.
+func (q *Queue) start(ent *entry) (finished bool, err error) {
+	ent.started = true
+	timed := q.st.on && ent.op.Block
+	if timed {
+		ent.t0 = time.Now()
+		q.st.seen(ent.t0)
+	}
+	ent.poll, err = ent.op.Start()
+	if timed {
+		ent.t1 = time.Now()
+	}
+	return err != nil || ent.poll == nil, err
+}
+
+// timeRan records a finished blocking operation's times
+// (GOMPIX_STREAM_STATS).
+func (q *Queue) timeRan(ent *entry) {
+	now := time.Now()
+	q.st.ran(ent.t0, ent.t1, now)
+	q.st.lastGo = now
+}
+
+// release lets the stream go past ent, the head of ops, and removes it
+// from ops; an unfinished (nonblocking, started) one moves to prog, to be
+// polled until done.
+func (q *Queue) release(ent *entry, finished bool) {
 	q.mu.Lock()
-	pending = len(q.ops) > 0 || q.active > 0
+	if !finished {
+		q.active++
+	}
+	// After finish, so whatever Done records is visible to the host before
+	// the stream's later work can signal it, and before the operation
+	// leaves ops, so that Close (which needs ops empty) cannot free the
+	// flag under this store.
+	atomic.StoreUint32(q.goFlag, ent.seq)
+	if ent.hostWait {
+		cudadrv.EndHostWait()
+	}
+	copy(q.ops, q.ops[1:])
+	q.ops[len(q.ops)-1] = nil
+	q.ops = q.ops[:len(q.ops)-1]
+	q.nops.Store(int32(len(q.ops)))
+	q.space.Broadcast()
 	q.mu.Unlock()
-	return progressed, pending
+	if !finished {
+		q.prog = append(q.prog, ent)
+	}
 }
 
 // finish records an operation's outcome.

@@ -7,12 +7,14 @@ import (
 
 	"github.com/gompix/gompix/osu"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // newOSUCmd is the command that runs one OSU benchmark. OSU's options are
 // getopt-style (-m 1:4194304, -fc, -z50, trailing "D D") and differ from one
 // benchmark to the next, so cobra does not parse them: everything after the
-// benchmark name goes to osu.Parse.
+// benchmark name goes to osu.Parse. Completion offers the benchmark's
+// options (osu.Flags).
 func newOSUCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "osu BENCHMARK [OSU options] [SRC DST]",
@@ -25,16 +27,7 @@ options and output. Start it as every rank of a job:
 
 "gompix osu BENCHMARK -h" lists a benchmark's options.`,
 		DisableFlagParsing: true,
-		// Completion offers the benchmarks' names, each with its title.
-		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			var names []string
-			for _, b := range osu.Benchmarks() {
-				if len(args) == 0 && strings.HasPrefix(b.Name(), toComplete) {
-					names = append(names, b.Name()+"\t"+b.Title())
-				}
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
+		ValidArgsFunction:  completeOSU,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 				printBenchmarks(cmd)
@@ -56,4 +49,30 @@ func printBenchmarks(cmd *cobra.Command) {
 		fmt.Fprintf(tw, "  %s\t%s\n", b.Name(), b.Title())
 	}
 	tw.Flush()
+}
+
+// completeOSU offers the benchmarks' names, each with its title, then the
+// named benchmark's options.
+func completeOSU(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	if len(args) == 0 {
+		for _, b := range osu.Benchmarks() {
+			if strings.HasPrefix(b.Name(), toComplete) {
+				out = append(out, b.Name()+"\t"+b.Title())
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	b, ok := osu.Lookup(args[0])
+	if !ok || !strings.HasPrefix(toComplete, "-") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	osu.Flags(b).VisitAll(func(f *pflag.Flag) {
+		for _, name := range []string{"--" + f.Name, "-" + f.Shorthand} {
+			if name != "-" && strings.HasPrefix(name, toComplete) {
+				out = append(out, name+"\t"+f.Usage)
+			}
+		}
+	})
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

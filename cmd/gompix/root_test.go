@@ -49,3 +49,24 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completing i:\n%s", out)
 	}
 }
+
+// TestCompleteOSUOptions: after the benchmark, completion offers that
+// benchmark's options (osu.Flags), long and short, and only its own.
+func TestCompleteOSUOptions(t *testing.T) {
+	out := run(t, "__complete", "osu", "latency", "--mess")
+	if !strings.Contains(out, "--message-size\t[MIN:]MAX") {
+		t.Errorf("completing osu latency --mess:\n%s", out)
+	}
+	out = run(t, "__complete", "osu", "allreduce", "-")
+	for _, want := range []string{"\n-f\t", "--full\t", "-z\t", "--nccl-bw\tadd nccl-tests"} {
+		if !strings.Contains("\n"+out, want) {
+			t.Errorf("completing osu allreduce -: no %q\n%s", want, out)
+		}
+	}
+	if out := run(t, "__complete", "osu", "latency", "-"); strings.Contains(out, "--full") || strings.Contains(out, "--nccl-bw") {
+		t.Errorf("osu latency has no -f or --nccl-bw:\n%s", out)
+	}
+	if out := run(t, "__complete", "osu", "latency", "1:8"); strings.Contains(out, "--") {
+		t.Errorf("completing a value offers options:\n%s", out)
+	}
+}

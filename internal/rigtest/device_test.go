@@ -13,7 +13,7 @@ import (
 // mpiTestPkg is the package whose test binary serves as the rank program of
 // device-buffer jobs: its TestMain runs the scenario GOMPIX_TEST_SCENARIO
 // names, and GOMPIX_TEST_FAKE_GPU=1 gives each rank a fake CUDA driver.
-const mpiTestPkg = "github.com/gompix/gompix/mpi"
+const mpiTestPkg = "github.com/gompix/gompix/mpi/internal/core"
 
 var (
 	mpiTestOnce sync.Once
