@@ -194,23 +194,24 @@ func (e *exec) Test() (bool, error) {
 // receive that does not come in time is posted as usual. Receives keep their
 // order among themselves, so messages from one peer still match in order.
 func (e *exec) postRound(r *round, immediate bool) error {
+	// Never appended past reqArr: the copy a growing append makes would
+	// leave reqArr holding requests that advance clears in the copy only.
+	if n := len(r.comm); n <= len(e.reqArr) {
+		e.reqs = e.reqArr[:n] // all nil: see reqArr
+	} else {
+		e.reqs = make([]Request, n)
+	}
 	ir := e.caps.ir
 	if !immediate || ir == nil {
-		e.reqs = e.reqs[:0]
 		for i := range r.comm {
 			s := &r.comm[i] // not a copy: a step is 64 bytes
 			q, err := e.post(s)
 			if err != nil {
 				return fmt.Errorf("%v: %w", s, err)
 			}
-			e.reqs = append(e.reqs, q)
+			e.reqs[i] = q
 		}
 		return e.runLocal(r.early)
-	}
-	if n := len(r.comm); n <= len(e.reqArr) {
-		e.reqs = e.reqArr[:n] // all nil: see reqArr
-	} else {
-		e.reqs = make([]Request, n)
 	}
 	for pass := stepSend; pass <= stepRecv; pass++ {
 		if pass == stepRecv {

@@ -23,7 +23,7 @@ import (
 )
 
 func newInfoCmd() *cobra.Command {
-	var markdown bool
+	var markdown, peers bool
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
@@ -32,10 +32,14 @@ func newInfoCmd() *cobra.Command {
 			if markdown {
 				return writeConfigPage(cmd.OutOrStdout())
 			}
+			if peers {
+				return writePeers(cmd.OutOrStdout())
+			}
 			return writeInfo(cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the GOMPIX_* variables as the Markdown page docs/guide/configuration.md")
+	cmd.Flags().BoolVar(&peers, "peers", false, "as every rank of a job (gompirun -n N gompix info --peers): how each rank reaches each other, and why")
 	return cmd
 }
 

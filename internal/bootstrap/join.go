@@ -47,6 +47,9 @@ type Job struct {
 	Nodes []int
 	// NodeKey is this node's identity (NodeKey's answer).
 	NodeKey string
+	// NodeKeys is every world rank's node identity (NodeReason tells two
+	// apart).
+	NodeKeys []string
 	// NodeCPUs is how many CPUs this node's ranks may run on, together
 	// (the union of their affinity masks when the job started); 0 unknown.
 	NodeCPUs int

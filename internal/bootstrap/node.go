@@ -80,7 +80,7 @@ func (j *Job) place(ctx context.Context, getenv func(string) string, c claim, ke
 	for r, f := range all {
 		keys[r] = f.key
 	}
-	j.Nodes = nodeTable(keys)
+	j.Nodes, j.NodeKeys = nodeTable(keys), keys
 	j.Node, j.LocalRank, j.LocalSize = placement(j.Nodes, j.Rank)
 	j.NodeCPUs = nodeCPUs(all, j.Nodes, j.Node)
 	machines := make([]string, len(all))

@@ -63,6 +63,8 @@ var allowed = map[string][]string{
 	"internal/buildinfo": {},
 	// rigtest: the multi-node test rig (scripts/rig) for tests.
 	"internal/rigtest": {},
+	// peerpath: one line per peer (GOMPIX_DEBUG=path, gompix info --peers).
+	"internal/peerpath": {},
 
 	// mpi is the face applications see; mpi/internal/core, the runtime
 	// under it, wires the layers below.

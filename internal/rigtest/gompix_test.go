@@ -120,23 +120,47 @@ func TestGompirunAcrossNodes(t *testing.T) {
 	}
 }
 
-// TestCollectivesAcrossNodes validates every collective (OSU's -c) and the
-// point-to-point exchange with two ranks on each of two nodes.
+// layouts are the rank placements the collectives are validated on: one
+// rank per node, two per node on two and on three nodes, and uneven.
+var layouts = []struct{ name, hosts string }{
+	{"2x1", "node1:1,node2:1"},
+	{"2x2", "node1:2,node2:2"},
+	{"3x2", "node1:2,node2:2,node3:2"},
+	{"1+2+3", "node1:1,node2:2,node3:3"},
+}
+
+// osuColls are the collectives TestCollectivesAcrossNodes validates.
+var osuColls = []string{"allreduce", "bcast", "reduce", "allgather", "allgatherv", "alltoall", "alltoallv",
+	"gather", "gatherv", "scatter", "scatterv", "reduce_scatter", "iallreduce", "ibcast", "ialltoall"}
+
+// TestCollectivesAcrossNodes validates every collective (OSU's -c) on every
+// layout, flat (GOMPIX_HIER=off) and in two levels (on), then the barrier
+// and the point-to-point exchange.
 func TestCollectivesAcrossNodes(t *testing.T) {
-	r := Up(t, 2)
-	bin := gompixBins(t)
-	gompix := filepath.Join(bin, "gompix")
-	colls := []string{"allreduce", "bcast", "reduce", "allgather", "allgatherv", "alltoall", "alltoallv",
-		"gather", "gatherv", "scatter", "scatterv", "reduce_scatter", "iallreduce", "ibcast", "ialltoall"}
-	for _, c := range colls {
-		res := r.gompirun(t, 90*time.Second, "-H", "node1:2,node2:2", gompix, "osu", c, "-c", "-m", "4:16384", "-i", "2", "-x", "1")
-		if res.Code != 0 || !strings.Contains(res.Stdout, "Pass") || strings.Contains(res.Stdout, "Fail") {
-			t.Errorf("osu %s -c across nodes: exit %d:\n%s%s", c, res.Code, res.Stdout, res.Stderr)
+	r := Up(t, 3)
+	gompix := filepath.Join(gompixBins(t), "gompix")
+	for _, l := range layouts {
+		for _, hier := range []string{"off", "on"} {
+			t.Run(l.name+"/hier="+hier, func(t *testing.T) {
+				for _, c := range osuColls {
+					res := r.gompirun(t, 90*time.Second, "-H", l.hosts, "-x", "GOMPIX_HIER="+hier,
+						gompix, "osu", c, "-c", "-m", "4:16384", "-i", "2", "-x", "1")
+					if res.Code != 0 || !strings.Contains(res.Stdout, "Pass") || strings.Contains(res.Stdout, "Fail") {
+						t.Errorf("osu %s -c: exit %d:\n%s%s", c, res.Code, res.Stdout, res.Stderr)
+					}
+				}
+				res := r.gompirun(t, 60*time.Second, "-H", l.hosts, "-x", "GOMPIX_HIER="+hier, gompix, "osu", "barrier", "-i", "10", "-x", "1")
+				if res.Code != 0 {
+					t.Errorf("osu barrier: exit %d: %s%s", res.Code, res.Stdout, res.Stderr)
+				}
+			})
 		}
 	}
-	res := r.gompirun(t, 60*time.Second, "-H", "node1:2,node2:2", gompix, "osu", "barrier", "-i", "10", "-x", "1")
-	if res.Code != 0 {
-		t.Errorf("osu barrier across nodes: exit %d: %s%s", res.Code, res.Stdout, res.Stderr)
+	// The setting reaches every rank: a malformed one fails the collectives.
+	res := r.gompirun(t, 60*time.Second, "-H", "node1:1,node2:2", "-x", "GOMPIX_HIER=sometimes",
+		gompix, "osu", "allreduce", "-c", "-m", "4:4", "-i", "1", "-x", "0")
+	if res.Code == 0 || !strings.Contains(res.Stdout+res.Stderr, "GOMPIX_HIER") {
+		t.Errorf("osu allreduce under GOMPIX_HIER=sometimes: exit %d, want a failure naming it:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
 	for _, p := range []string{"latency", "bw"} {
 		res := r.gompirun(t, 90*time.Second, "-H", "node1:1,node2:1", gompix, "osu", p, "-c", "-m", "1:1048576", "-i", "2", "-x", "1")

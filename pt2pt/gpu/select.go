@@ -52,7 +52,7 @@ var (
 	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
 		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
-		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
+		"comma-separated subsystems that log to stderr: path (at Init, per peer: same node or not, UCX transports, shared memory, device buffers' path, each with why; then the GPU path of each peer's first device message), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
 )
 
 // FromEnv returns c with Mode, IPCThreshold, RndvThreshold, StagingChunk,

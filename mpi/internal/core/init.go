@@ -46,6 +46,7 @@ func Init() error {
 		return initErr(ErrOther, err)
 	}
 	s.rt = rt
+	s.logPeerPaths(os.Stderr)
 	cur = s
 	return nil
 }
