@@ -177,6 +177,11 @@ func start() (*state, error) {
 		return nil, err
 	}
 	s.ucx = t
+	if err := gcfg.CheckTransport(t); err != nil {
+		t.Close()
+		job.Close()
+		return nil, configErr(err)
+	}
 	s.engine = pt2pt.NewEngine(wrapGPU(t, gcfg), pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	s.world = newComm(s.engine.World())
 	s.world.nodeID = job.Node

@@ -592,6 +592,8 @@ func TestSelect(t *testing.T) {
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeStaged}, PathStaged, "forced"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeIPC}, PathIPC, "forced"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, Mode: ModeIPC}, PathStaged, "another node"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeUCX}, PathUCX, "forced"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, TransportDevice: false, Mode: ModeUCX}, PathStaged, "no CUDA memory"},
 	}
 	for _, c := range cases {
 		p, why := Select(c.m)

@@ -94,11 +94,10 @@ func NewMover(inner pt2pt.Transport, cfg Config) *Mover {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}}
-	if d, ok := inner.(pt2pt.DeviceMemoryTransport); ok {
-		mv.ucxDev = d.DeviceMemory()
-	}
-	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, mv.ucxDev) < math.MaxInt, Forced: cfg.Mode != ModeAuto}
+	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}, ucxDev: transportDevice(inner)}
+	// Forced: a path that stages even where UCX could move device memory.
+	forced := cfg.Mode == ModeIPC || cfg.Mode == ModeStaged
+	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, mv.ucxDev) < math.MaxInt, Forced: forced}
 	mv.cache = cudadrv.NewIPCCache(cfg.CacheSize)
 	mv.staging.limit = cfg.StagingCache
 	return mv
@@ -227,8 +226,12 @@ func (mv *Mover) deviceFor(m pt2pt.Mem) (*devState, cudadrv.PointerInfo, error) 
 	return ds, info, nil
 }
 
-// Check: see rndv.Mover.
+// Check: see rndv.Mover. GOMPIX_GPU_PATH=ucx over a UCX without CUDA
+// memory refuses every device buffer (ErrNoUCXDevice).
 func (mv *Mover) Check(m pt2pt.Mem) error {
+	if mv.cfg.Mode == ModeUCX && !mv.ucxDev {
+		return fmt.Errorf("%w: %w", pt2pt.ErrBuffer, ErrNoUCXDevice)
+	}
 	_, _, err := mv.deviceFor(m)
 	return err
 }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -42,13 +43,14 @@ type Mode string
 // Modes.
 const (
 	ModeAuto   Mode = "auto"
+	ModeUCX    Mode = "ucx"
 	ModeIPC    Mode = "ipc"
 	ModeStaged Mode = "staged"
 )
 
 var (
 	cfgPath = config.NewString("GOMPIX_GPU_PATH", string(ModeAuto),
-		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ipc or staged to force one")
+		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ucx, ipc or staged to force one (ucx needs a UCX built with CUDA)")
 	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
 		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
@@ -62,10 +64,10 @@ var (
 // GOMPIX_STAGING_DEPTH).
 func FromEnv(c Config) (Config, error) {
 	switch m := Mode(strings.ToLower(cfgPath.Get())); m {
-	case ModeAuto, ModeIPC, ModeStaged:
+	case ModeAuto, ModeUCX, ModeIPC, ModeStaged:
 		c.Mode = m
 	default:
-		return c, fmt.Errorf("config: GOMPIX_GPU_PATH=%q: want auto, ipc or staged", cfgPath.Get())
+		return c, fmt.Errorf("config: GOMPIX_GPU_PATH=%q: want auto, ucx, ipc or staged", cfgPath.Get())
 	}
 	thr, err := cfgThreshold.Get()
 	if err != nil {
@@ -107,6 +109,12 @@ func Select(m Message) (Path, string) {
 	switch m.Mode {
 	case ModeStaged:
 		return PathStaged, "forced by GOMPIX_GPU_PATH=staged"
+	case ModeUCX:
+		if !m.TransportDevice {
+			// Mover.Check refuses the buffer with ErrNoUCXDevice.
+			return PathStaged, "GOMPIX_GPU_PATH=ucx, but UCX reports no CUDA memory support"
+		}
+		return PathUCX, "forced by GOMPIX_GPU_PATH=ucx"
 	case ModeIPC:
 		switch {
 		case !m.SameNode:
@@ -133,7 +141,7 @@ func Select(m Message) (Path, string) {
 // IPC (math.MaxInt: never), which receivers use to size staging buffers.
 func ipcMin(mode Mode, threshold int, transportDevice bool) int {
 	switch {
-	case mode == ModeStaged:
+	case mode == ModeStaged, mode == ModeUCX:
 		return math.MaxInt
 	case mode == ModeIPC:
 		return 1
@@ -141,4 +149,24 @@ func ipcMin(mode Mode, threshold int, transportDevice bool) int {
 		return math.MaxInt
 	}
 	return max(threshold, 1)
+}
+
+// ErrNoUCXDevice: GOMPIX_GPU_PATH=ucx over a UCX that does not move CUDA
+// memory (a UCX built without CUDA, or with its CUDA transports off).
+var ErrNoUCXDevice = errors.New("config: GOMPIX_GPU_PATH=ucx, but UCX reports no CUDA memory support " +
+	"(`ucx_info -d` lists no cuda_copy: use a UCX built with CUDA, or GOMPIX_GPU_PATH=auto)")
+
+// CheckTransport refuses a configuration that inner cannot carry out:
+// GOMPIX_GPU_PATH=ucx where inner does not move device memory
+// (ErrNoUCXDevice). mpi calls it once the transport exists.
+func (c Config) CheckTransport(inner pt2pt.Transport) error {
+	if c.Mode == ModeUCX && !transportDevice(inner) {
+		return ErrNoUCXDevice
+	}
+	return nil
+}
+
+func transportDevice(inner pt2pt.Transport) bool {
+	d, ok := inner.(pt2pt.DeviceMemoryTransport)
+	return ok && d.DeviceMemory()
 }
