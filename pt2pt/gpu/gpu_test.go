@@ -156,6 +156,9 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 		if immediateInner {
 			inner = &immSender{Transport: inner}
 		}
+		if wrapInner != nil {
+			inner = wrapInner(r, inner)
+		}
 		mv := NewMover(inner, c)
 		pc := c.Protocol()
 		pc.Mover = mv
@@ -195,6 +198,9 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 	}
 	return j.ranks
 }
+
+// wrapInner, if set, wraps rank r's in-process transport in runRanks.
+var wrapInner func(r int, t pt2pt.Transport) pt2pt.Transport
 
 // immediateInner makes runRanks wrap each rank's in-process transport in
 // an immSender, as UCX offers an immediate send.
