@@ -29,6 +29,8 @@ type Config struct {
 
 	Mode         Mode // default ModeAuto
 	IPCThreshold int  // see GOMPIX_IPC_THRESHOLD
+	// UCXFrom: see GOMPIX_GPU_UCX_FROM (0: the tuning table's value).
+	UCXFrom int
 	// RndvThreshold, StagingChunk and StagingDepth are the protocol's
 	// (rndv.Config's Threshold, Chunk and Depth: GOMPIX_RNDV_THRESHOLD,
 	// GOMPIX_STAGING_CHUNK, GOMPIX_STAGING_DEPTH), carried here so that
@@ -94,10 +96,13 @@ func NewMover(inner pt2pt.Transport, cfg Config) *Mover {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
+	if cfg.UCXFrom <= 0 {
+		cfg.UCXFrom = sameNodeUCXFrom.value
+	}
 	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}, ucxDev: transportDevice(inner)}
 	// Forced: a path that stages even where UCX could move device memory.
 	forced := cfg.Mode == ModeIPC || cfg.Mode == ModeStaged
-	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, mv.ucxDev) < math.MaxInt, Forced: forced}
+	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, cfg.UCXFrom, mv.ucxDev) < math.MaxInt, Forced: forced}
 	mv.cache = cudadrv.NewIPCCache(cfg.CacheSize)
 	mv.staging.limit = cfg.StagingCache
 	return mv
@@ -111,7 +116,7 @@ func (mv *Mover) sameNode(r int) bool { return mv.cfg.SameNode == nil || mv.cfg.
 // Route runs Select for a send to dest and logs new choices when asked.
 func (mv *Mover) Route(dest int, m pt2pt.Mem) (rndv.Route, string) {
 	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: mv.sameNode(dest),
-		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold})
+		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold, UCXFrom: mv.cfg.UCXFrom})
 	if mv.cfg.DebugPath {
 		if _, dup := mv.seen.LoadOrStore([2]int{dest, int(p)}, true); !dup {
 			fmt.Fprintf(mv.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", mv.rank, dest, p, why)

@@ -53,13 +53,16 @@ var (
 		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ucx, ipc or staged to force one (ucx needs a UCX built with CUDA)")
 	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
 		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
+	cfgUCXFrom = config.NewInt("GOMPIX_GPU_UCX_FROM", sameNodeUCXFrom.value,
+		"where UCX moves CUDA memory (the ucx path), the smallest device message (bytes) sent to a peer on this node by ucx rather than CUDA IPC in auto mode "+
+			"(peers on other nodes always take ucx); the default is measured (pt2pt/gpu's tuning table)")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
 		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
 )
 
-// FromEnv returns c with Mode, IPCThreshold, RndvThreshold, StagingChunk,
-// StagingDepth and DebugPath set from GOMPIX_GPU_PATH,
-// GOMPIX_IPC_THRESHOLD, GOMPIX_DEBUG and the protocol's settings
+// FromEnv returns c with Mode, IPCThreshold, UCXFrom, RndvThreshold,
+// StagingChunk, StagingDepth and DebugPath set from GOMPIX_GPU_PATH,
+// GOMPIX_IPC_THRESHOLD, GOMPIX_GPU_UCX_FROM, GOMPIX_DEBUG and the protocol's settings
 // (rndv.FromEnv: GOMPIX_RNDV_THRESHOLD, GOMPIX_STAGING_CHUNK,
 // GOMPIX_STAGING_DEPTH).
 func FromEnv(c Config) (Config, error) {
@@ -77,6 +80,12 @@ func FromEnv(c Config) (Config, error) {
 		return c, fmt.Errorf("config: GOMPIX_IPC_THRESHOLD=%d is negative", thr)
 	}
 	c.IPCThreshold = thr
+	if c.UCXFrom, err = cfgUCXFrom.Get(); err != nil {
+		return c, err
+	}
+	if c.UCXFrom < 0 {
+		return c, fmt.Errorf("config: GOMPIX_GPU_UCX_FROM=%d is negative", c.UCXFrom)
+	}
 	p, err := rndv.FromEnv(c.Protocol())
 	if err != nil {
 		return c, err
@@ -98,6 +107,7 @@ type Message struct {
 	TransportDevice bool // the wrapped transport moves device memory (UCX with CUDA)
 	Mode            Mode
 	Threshold       int // GOMPIX_IPC_THRESHOLD
+	UCXFrom         int // GOMPIX_GPU_UCX_FROM (0: ucx at every size)
 }
 
 // Select picks the path of one send and says why. It is the only place
@@ -124,9 +134,18 @@ func Select(m Message) (Path, string) {
 		}
 		return PathIPC, "forced by GOMPIX_GPU_PATH=ipc"
 	}
+	if m.TransportDevice {
+		switch {
+		case !m.SameNode:
+			return PathUCX, "peer on another node, UCX moves CUDA memory"
+		case m.Len >= m.UCXFrom:
+			return PathUCX, fmt.Sprintf("peer on this node, %d B from GOMPIX_GPU_UCX_FROM=%d (UCX moves CUDA memory)", m.Len, m.UCXFrom)
+		case m.Len == 0 || m.Len < m.Threshold:
+			return PathUCX, fmt.Sprintf("peer on this node, %d B below GOMPIX_IPC_THRESHOLD=%d (UCX moves CUDA memory)", m.Len, m.Threshold)
+		}
+		return PathIPC, fmt.Sprintf("peer on this node (CUDA IPC), %d B below GOMPIX_GPU_UCX_FROM=%d", m.Len, m.UCXFrom)
+	}
 	switch {
-	case m.TransportDevice:
-		return PathUCX, "UCX reports CUDA memory support"
 	case !m.SameNode:
 		return PathStaged, "peer on another node"
 	case m.Len == 0:
@@ -139,13 +158,14 @@ func Select(m Message) (Path, string) {
 
 // ipcMin is the smallest message a sender with this configuration sends by
 // IPC (math.MaxInt: never), which receivers use to size staging buffers.
-func ipcMin(mode Mode, threshold int, transportDevice bool) int {
+// Where UCX moves CUDA memory, auto mode sends by IPC only below ucxFrom.
+func ipcMin(mode Mode, threshold, ucxFrom int, transportDevice bool) int {
 	switch {
 	case mode == ModeStaged, mode == ModeUCX:
 		return math.MaxInt
 	case mode == ModeIPC:
 		return 1
-	case transportDevice:
+	case transportDevice && max(threshold, 1) >= ucxFrom:
 		return math.MaxInt
 	}
 	return max(threshold, 1)
