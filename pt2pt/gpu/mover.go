@@ -29,7 +29,8 @@ type Config struct {
 
 	Mode         Mode // default ModeAuto
 	IPCThreshold int  // see GOMPIX_IPC_THRESHOLD
-	// UCXFrom: see GOMPIX_GPU_UCX_FROM (0: the tuning table's value).
+	// UCXFrom: see GOMPIX_GPU_UCX_FROM (0: never ucx to a peer on this
+	// node; FromEnv's default is the tuning table's).
 	UCXFrom int
 	// RndvThreshold, StagingChunk and StagingDepth are the protocol's
 	// (rndv.Config's Threshold, Chunk and Depth: GOMPIX_RNDV_THRESHOLD,
@@ -96,9 +97,7 @@ func NewMover(inner pt2pt.Transport, cfg Config) *Mover {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	if cfg.UCXFrom <= 0 {
-		cfg.UCXFrom = sameNodeUCXFrom.value
-	}
+
 	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}, ucxDev: transportDevice(inner)}
 	// Forced: a path that stages even where UCX could move device memory.
 	forced := cfg.Mode == ModeIPC || cfg.Mode == ModeStaged

@@ -54,8 +54,8 @@ var (
 	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
 		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
 	cfgUCXFrom = config.NewInt("GOMPIX_GPU_UCX_FROM", sameNodeUCXFrom.value,
-		"where UCX moves CUDA memory (the ucx path), the smallest device message (bytes) sent to a peer on this node by ucx rather than CUDA IPC in auto mode "+
-			"(peers on other nodes always take ucx); the default is measured (pt2pt/gpu's tuning table)")
+		"where UCX moves CUDA memory (the ucx path), the smallest device message (bytes) sent to a peer on this node by ucx rather than CUDA IPC in auto mode; "+
+			"0: none, ipc at every size (the measured default: pt2pt/gpu's tuning table); peers on other nodes always take ucx")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
 		"comma-separated subsystems that log to stderr: path (the GPU path chosen per peer and why), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
 )
@@ -107,7 +107,7 @@ type Message struct {
 	TransportDevice bool // the wrapped transport moves device memory (UCX with CUDA)
 	Mode            Mode
 	Threshold       int // GOMPIX_IPC_THRESHOLD
-	UCXFrom         int // GOMPIX_GPU_UCX_FROM (0: ucx at every size)
+	UCXFrom         int // GOMPIX_GPU_UCX_FROM (0: never ucx to a peer on this node)
 }
 
 // Select picks the path of one send and says why. It is the only place
@@ -138,12 +138,12 @@ func Select(m Message) (Path, string) {
 		switch {
 		case !m.SameNode:
 			return PathUCX, "peer on another node, UCX moves CUDA memory"
-		case m.Len >= m.UCXFrom:
+		case m.UCXFrom > 0 && m.Len >= m.UCXFrom:
 			return PathUCX, fmt.Sprintf("peer on this node, %d B from GOMPIX_GPU_UCX_FROM=%d (UCX moves CUDA memory)", m.Len, m.UCXFrom)
 		case m.Len == 0 || m.Len < m.Threshold:
 			return PathUCX, fmt.Sprintf("peer on this node, %d B below GOMPIX_IPC_THRESHOLD=%d (UCX moves CUDA memory)", m.Len, m.Threshold)
 		}
-		return PathIPC, fmt.Sprintf("peer on this node (CUDA IPC), %d B below GOMPIX_GPU_UCX_FROM=%d", m.Len, m.UCXFrom)
+		return PathIPC, fmt.Sprintf("peer on this node (CUDA IPC; GOMPIX_GPU_UCX_FROM=%d)", m.UCXFrom)
 	}
 	switch {
 	case !m.SameNode:
@@ -165,7 +165,7 @@ func ipcMin(mode Mode, threshold, ucxFrom int, transportDevice bool) int {
 		return math.MaxInt
 	case mode == ModeIPC:
 		return 1
-	case transportDevice && max(threshold, 1) >= ucxFrom:
+	case transportDevice && ucxFrom > 0 && max(threshold, 1) >= ucxFrom:
 		return math.MaxInt
 	}
 	return max(threshold, 1)
