@@ -107,6 +107,11 @@ func TestMixedUCXAndIPC(t *testing.T) {
 					if err := exchangeAll(t, k, kk, sizes); err != nil {
 						return fmt.Errorf("%s: %w", name, err)
 					}
+					// Truncated: a rendezvous (of a ucx message from a
+					// device buffer).
+					if err := truncateThenWhole(t, k, kk, 3*pipeChunk+7, pipeRndv, true); err != nil {
+						return fmt.Errorf("%s: %w", name, err)
+					}
 				}
 				return nil
 			})
