@@ -184,3 +184,94 @@ func TestStagedPipelineOverlaps(t *testing.T) {
 		})
 	}
 }
+
+// pairedWire reports rank 1's chunk receives done in pairs: an odd chunk's
+// only once the next chunk has landed too, as a transport's progress call
+// that lands two chunks at once does.
+type pairedWire struct {
+	pt2pt.Transport
+	mu   *sync.Mutex
+	ops  []pt2pt.Op // rank 1's chunk receives, in chunk order
+	rank int
+}
+
+type pairedOp struct {
+	pt2pt.Op
+	w *pairedWire
+	k int
+}
+
+func (w *pairedWire) Irecv(m pt2pt.Mem, tag, mask uint64) (pt2pt.Op, error) {
+	op, err := w.Transport.Irecv(m, tag, mask)
+	if err != nil || w.rank != 1 || m.Len < 4096 {
+		return op, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ops = append(w.ops, op)
+	return &pairedOp{Op: op, w: w, k: len(w.ops) - 1}, nil
+}
+
+func (p *pairedOp) Done() bool {
+	if !p.Op.Done() {
+		return false
+	}
+	if p.k%2 == 0 {
+		return true
+	}
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.k+1 >= len(p.w.ops) && p.k+1 >= pairedChunks || p.k+1 < len(p.w.ops) && p.w.ops[p.k+1].Done()
+}
+
+const pairedChunks = 9
+
+// TestStagedPipelineCopiesInChunkOrder: a receiver that finds several
+// chunks landed at once copies them to the device in chunk order, so that
+// the copy of the oldest chunk, whose buffer the next receive takes, is
+// never queued behind a later one (fails before: slots were polled in
+// buffer order, chunk k+1's copy first when it sat in the lower buffer).
+func TestStagedPipelineCopiesInChunkOrder(t *testing.T) {
+	const chunk = 64 << 10
+	const n = (pairedChunks-1)*chunk + 5000
+	var mu sync.Mutex
+	var order []int
+	var recvBase cudadrv.DevicePtr
+	onCopy := func(op string, dev cudadrv.DevicePtr, size int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == "cuMemcpyHtoDAsync" && recvBase != 0 && dev >= recvBase {
+			order = append(order, int(dev-recvBase)/chunk)
+		}
+	}
+	drv := fake.New(fake.Options{Devices: 2, TotalMem: 1 << 30, OnCopy: onCopy})
+	defer drv.Close()
+	wrapInner = func(r int, t pt2pt.Transport) pt2pt.Transport { return &pairedWire{Transport: t, mu: new(sync.Mutex), rank: r} }
+	defer func() { wrapInner = nil }()
+	cfg := Config{Mode: ModeStaged, RndvThreshold: 4096, StagingChunk: chunk, StagingDepth: 2}
+	runRanks(t, drv, 2, cfg, func(k *rank) error {
+		b := k.alloc(t, pt2pt.Device, n)
+		defer b.free()
+		if k.r == 0 {
+			b.fill(5)
+			return k.c.Send(b.m, 1, 3, false)
+		}
+		mu.Lock()
+		recvBase = b.p
+		mu.Unlock()
+		if _, err := k.c.Recv(b.m, 0, 3); err != nil {
+			return err
+		}
+		return b.check(5, n)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for i, c := range order {
+		if c != i {
+			t.Fatalf("host-to-device copies in chunk order %v, want 0..%d", order, pairedChunks-1)
+		}
+	}
+	if len(order) != pairedChunks {
+		t.Errorf("%d copies, want %d", len(order), pairedChunks)
+	}
+}
