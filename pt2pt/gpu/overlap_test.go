@@ -246,7 +246,9 @@ func TestStagedPipelineCopiesInChunkOrder(t *testing.T) {
 	}
 	drv := fake.New(fake.Options{Devices: 2, TotalMem: 1 << 30, OnCopy: onCopy})
 	defer drv.Close()
-	wrapInner = func(r int, t pt2pt.Transport) pt2pt.Transport { return &pairedWire{Transport: t, mu: new(sync.Mutex), rank: r} }
+	wrapInner = func(r int, t pt2pt.Transport) pt2pt.Transport {
+		return &pairedWire{Transport: t, mu: new(sync.Mutex), rank: r}
+	}
 	defer func() { wrapInner = nil }()
 	cfg := Config{Mode: ModeStaged, RndvThreshold: 4096, StagingChunk: chunk, StagingDepth: 2}
 	runRanks(t, drv, 2, cfg, func(k *rank) error {
