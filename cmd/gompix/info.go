@@ -142,9 +142,9 @@ func writeGPUPaths(w io.Writer, ucxCUDA bool) {
 		name string
 		same bool
 	}{{"peer on this node", true}, {"peer on another node", false}} {
-		for _, n := range []int{8, 64 << 20} {
+		for _, n := range []int{8, 1 << 20, 64 << 20} {
 			p, why := gpupath.Select(gpupath.Message{Kind: pt2pt.Device, Len: n, SameNode: peer.same,
-				TransportDevice: ucxCUDA, Mode: cfg.Mode, Threshold: cfg.IPCThreshold})
+				TransportDevice: ucxCUDA, Mode: cfg.Mode, Threshold: cfg.IPCThreshold, UCXFrom: cfg.UCXFrom})
 			fmt.Fprintf(w, "  %-20s %9d B: %s (%s)\n", peer.name, n, p, why)
 		}
 	}

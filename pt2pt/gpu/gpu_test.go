@@ -156,6 +156,9 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 		if immediateInner {
 			inner = &immSender{Transport: inner}
 		}
+		if wrapInner != nil {
+			inner = wrapInner(r, inner)
+		}
 		mv := NewMover(inner, c)
 		pc := c.Protocol()
 		pc.Mover = mv
@@ -195,6 +198,9 @@ func runRanks(t testing.TB, drv cudadrv.Driver, n int, cfg Config, body func(k *
 	}
 	return j.ranks
 }
+
+// wrapInner, if set, wraps rank r's in-process transport in runRanks.
+var wrapInner func(r int, t pt2pt.Transport) pt2pt.Transport
 
 // immediateInner makes runRanks wrap each rank's in-process transport in
 // an immSender, as UCX offers an immediate send.
@@ -595,10 +601,17 @@ func TestSelect(t *testing.T) {
 		{Message{Kind: pt2pt.Device, Len: 0, SameNode: true, Mode: ModeAuto, Threshold: 1}, PathStaged, "empty"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, Mode: ModeAuto}, PathStaged, "another node"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, Mode: ModeAuto, Threshold: 9}, PathStaged, "below"},
-		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeAuto}, PathUCX, "UCX"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeAuto}, PathIPC, "this node"},
+		{Message{Kind: pt2pt.Device, Len: 64 << 20, SameNode: true, TransportDevice: true, Mode: ModeAuto}, PathIPC, "this node"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, TransportDevice: true, Mode: ModeAuto}, PathUCX, "another node"},
+		{Message{Kind: pt2pt.Device, Len: 4 << 20, SameNode: true, TransportDevice: true, Mode: ModeAuto, UCXFrom: 4 << 20}, PathUCX, "from GOMPIX_GPU_UCX_FROM"},
+		{Message{Kind: pt2pt.Device, Len: 4<<20 - 1, SameNode: true, TransportDevice: true, Mode: ModeAuto, UCXFrom: 4 << 20}, PathIPC, "this node"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeAuto, Threshold: 64}, PathUCX, "below GOMPIX_IPC_THRESHOLD"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeStaged}, PathStaged, "forced"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeIPC}, PathIPC, "forced"},
 		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, Mode: ModeIPC}, PathStaged, "another node"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: true, TransportDevice: true, Mode: ModeUCX}, PathUCX, "forced"},
+		{Message{Kind: pt2pt.Device, Len: 8, SameNode: false, TransportDevice: false, Mode: ModeUCX}, PathStaged, "no CUDA memory"},
 	}
 	for _, c := range cases {
 		p, why := Select(c.m)

@@ -29,6 +29,9 @@ type Config struct {
 
 	Mode         Mode // default ModeAuto
 	IPCThreshold int  // see GOMPIX_IPC_THRESHOLD
+	// UCXFrom: see GOMPIX_GPU_UCX_FROM (0: never ucx to a peer on this
+	// node; FromEnv's default is the tuning table's).
+	UCXFrom int
 	// RndvThreshold, StagingChunk and StagingDepth are the protocol's
 	// (rndv.Config's Threshold, Chunk and Depth: GOMPIX_RNDV_THRESHOLD,
 	// GOMPIX_STAGING_CHUNK, GOMPIX_STAGING_DEPTH), carried here so that
@@ -95,7 +98,9 @@ func NewMover(inner pt2pt.Transport, cfg Config) *Mover {
 		cfg.Log = os.Stderr
 	}
 	mv := &Mover{cfg: cfg, rank: inner.Rank(), devs: map[int]*devState{}, ucxDev: inner.Caps().DeviceMemory}
-	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, mv.ucxDev) < math.MaxInt, Forced: cfg.Mode != ModeAuto}
+	// Forced: a path that stages even where UCX could move device memory.
+	forced := cfg.Mode == ModeIPC || cfg.Mode == ModeStaged
+	mv.pol = rndv.Policy{IPC: ipcMin(cfg.Mode, cfg.IPCThreshold, cfg.UCXFrom, mv.ucxDev) < math.MaxInt, Forced: forced}
 	mv.cache = cudadrv.NewIPCCache(cfg.CacheSize)
 	mv.staging.limit = cfg.StagingCache
 	return mv
@@ -109,7 +114,7 @@ func (mv *Mover) sameNode(r int) bool { return mv.cfg.SameNode == nil || mv.cfg.
 // Route runs Select for a send to dest and logs new choices when asked.
 func (mv *Mover) Route(dest int, m pt2pt.Mem) (rndv.Route, string) {
 	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: mv.sameNode(dest),
-		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold})
+		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold, UCXFrom: mv.cfg.UCXFrom})
 	if mv.cfg.DebugPath {
 		if _, dup := mv.seen.LoadOrStore([2]int{dest, int(p)}, true); !dup {
 			fmt.Fprintf(mv.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", mv.rank, dest, p, why)
@@ -224,8 +229,12 @@ func (mv *Mover) deviceFor(m pt2pt.Mem) (*devState, cudadrv.PointerInfo, error) 
 	return ds, info, nil
 }
 
-// Check: see rndv.Mover.
+// Check: see rndv.Mover. GOMPIX_GPU_PATH=ucx over a UCX without CUDA
+// memory refuses every device buffer (ErrNoUCXDevice).
 func (mv *Mover) Check(m pt2pt.Mem) error {
+	if mv.cfg.Mode == ModeUCX && !mv.ucxDev {
+		return fmt.Errorf("%w: %w", pt2pt.ErrBuffer, ErrNoUCXDevice)
+	}
 	_, _, err := mv.deviceFor(m)
 	return err
 }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -42,30 +43,34 @@ type Mode string
 // Modes.
 const (
 	ModeAuto   Mode = "auto"
+	ModeUCX    Mode = "ucx"
 	ModeIPC    Mode = "ipc"
 	ModeStaged Mode = "staged"
 )
 
 var (
 	cfgPath = config.NewString("GOMPIX_GPU_PATH", string(ModeAuto),
-		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ipc or staged to force one")
+		"device buffers in point-to-point: auto (ucx when UCX moves CUDA memory, else ipc to peers on this node, staged otherwise), ucx, ipc or staged to force one (ucx needs a UCX built with CUDA)")
 	cfgThreshold = config.NewInt("GOMPIX_IPC_THRESHOLD", 1,
 		"smallest device message (bytes) sent by CUDA IPC to a peer on this node in auto mode; smaller ones are staged through pinned host memory")
+	cfgUCXFrom = config.NewInt("GOMPIX_GPU_UCX_FROM", sameNodeUCXFrom.value,
+		"where UCX moves CUDA memory (the ucx path), the smallest device message (bytes) sent to a peer on this node by ucx rather than CUDA IPC in auto mode; "+
+			"0: none, ipc at every size (the measured default: pt2pt/gpu's tuning table); peers on other nodes always take ucx")
 	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
 		"comma-separated subsystems that log to stderr: path (at Init, per peer: same node or not, UCX transports, shared memory, device buffers' path, each with why; then the GPU path of each peer's first device message), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
 )
 
-// FromEnv returns c with Mode, IPCThreshold, RndvThreshold, StagingChunk,
-// StagingDepth and DebugPath set from GOMPIX_GPU_PATH,
-// GOMPIX_IPC_THRESHOLD, GOMPIX_DEBUG and the protocol's settings
+// FromEnv returns c with Mode, IPCThreshold, UCXFrom, RndvThreshold,
+// StagingChunk, StagingDepth and DebugPath set from GOMPIX_GPU_PATH,
+// GOMPIX_IPC_THRESHOLD, GOMPIX_GPU_UCX_FROM, GOMPIX_DEBUG and the protocol's settings
 // (rndv.FromEnv: GOMPIX_RNDV_THRESHOLD, GOMPIX_STAGING_CHUNK,
 // GOMPIX_STAGING_DEPTH).
 func FromEnv(c Config) (Config, error) {
 	switch m := Mode(strings.ToLower(cfgPath.Get())); m {
-	case ModeAuto, ModeIPC, ModeStaged:
+	case ModeAuto, ModeUCX, ModeIPC, ModeStaged:
 		c.Mode = m
 	default:
-		return c, fmt.Errorf("config: GOMPIX_GPU_PATH=%q: want auto, ipc or staged", cfgPath.Get())
+		return c, fmt.Errorf("config: GOMPIX_GPU_PATH=%q: want auto, ucx, ipc or staged", cfgPath.Get())
 	}
 	thr, err := cfgThreshold.Get()
 	if err != nil {
@@ -75,6 +80,12 @@ func FromEnv(c Config) (Config, error) {
 		return c, fmt.Errorf("config: GOMPIX_IPC_THRESHOLD=%d is negative", thr)
 	}
 	c.IPCThreshold = thr
+	if c.UCXFrom, err = cfgUCXFrom.Get(); err != nil {
+		return c, err
+	}
+	if c.UCXFrom < 0 {
+		return c, fmt.Errorf("config: GOMPIX_GPU_UCX_FROM=%d is negative", c.UCXFrom)
+	}
 	p, err := rndv.FromEnv(c.Protocol())
 	if err != nil {
 		return c, err
@@ -96,6 +107,7 @@ type Message struct {
 	TransportDevice bool // the wrapped transport moves device memory (UCX with CUDA)
 	Mode            Mode
 	Threshold       int // GOMPIX_IPC_THRESHOLD
+	UCXFrom         int // GOMPIX_GPU_UCX_FROM (0: never ucx to a peer on this node)
 }
 
 // Select picks the path of one send and says why. It is the only place
@@ -107,6 +119,12 @@ func Select(m Message) (Path, string) {
 	switch m.Mode {
 	case ModeStaged:
 		return PathStaged, "forced by GOMPIX_GPU_PATH=staged"
+	case ModeUCX:
+		if !m.TransportDevice {
+			// Mover.Check refuses the buffer with ErrNoUCXDevice.
+			return PathStaged, "GOMPIX_GPU_PATH=ucx, but UCX reports no CUDA memory support"
+		}
+		return PathUCX, "forced by GOMPIX_GPU_PATH=ucx"
 	case ModeIPC:
 		switch {
 		case !m.SameNode:
@@ -116,9 +134,18 @@ func Select(m Message) (Path, string) {
 		}
 		return PathIPC, "forced by GOMPIX_GPU_PATH=ipc"
 	}
+	if m.TransportDevice {
+		switch {
+		case !m.SameNode:
+			return PathUCX, "peer on another node, UCX moves CUDA memory"
+		case m.UCXFrom > 0 && m.Len >= m.UCXFrom:
+			return PathUCX, fmt.Sprintf("peer on this node, %d B from GOMPIX_GPU_UCX_FROM=%d (UCX moves CUDA memory)", m.Len, m.UCXFrom)
+		case m.Len == 0 || m.Len < m.Threshold:
+			return PathUCX, fmt.Sprintf("peer on this node, %d B below GOMPIX_IPC_THRESHOLD=%d (UCX moves CUDA memory)", m.Len, m.Threshold)
+		}
+		return PathIPC, fmt.Sprintf("peer on this node (CUDA IPC; GOMPIX_GPU_UCX_FROM=%d)", m.UCXFrom)
+	}
 	switch {
-	case m.TransportDevice:
-		return PathUCX, "UCX reports CUDA memory support"
 	case !m.SameNode:
 		return PathStaged, "peer on another node"
 	case m.Len == 0:
@@ -131,14 +158,30 @@ func Select(m Message) (Path, string) {
 
 // ipcMin is the smallest message a sender with this configuration sends by
 // IPC (math.MaxInt: never), which receivers use to size staging buffers.
-func ipcMin(mode Mode, threshold int, transportDevice bool) int {
+// Where UCX moves CUDA memory, auto mode sends by IPC only below ucxFrom.
+func ipcMin(mode Mode, threshold, ucxFrom int, transportDevice bool) int {
 	switch {
-	case mode == ModeStaged:
+	case mode == ModeStaged, mode == ModeUCX:
 		return math.MaxInt
 	case mode == ModeIPC:
 		return 1
-	case transportDevice:
+	case transportDevice && ucxFrom > 0 && max(threshold, 1) >= ucxFrom:
 		return math.MaxInt
 	}
 	return max(threshold, 1)
+}
+
+// ErrNoUCXDevice: GOMPIX_GPU_PATH=ucx over a UCX that does not move CUDA
+// memory (a UCX built without CUDA, or with its CUDA transports off).
+var ErrNoUCXDevice = errors.New("config: GOMPIX_GPU_PATH=ucx, but UCX reports no CUDA memory support " +
+	"(`ucx_info -d` lists no cuda_copy: use a UCX built with CUDA, or GOMPIX_GPU_PATH=auto)")
+
+// CheckTransport refuses a configuration that inner cannot carry out:
+// GOMPIX_GPU_PATH=ucx where inner does not move device memory
+// (ErrNoUCXDevice). mpi calls it once the transport exists.
+func (c Config) CheckTransport(inner pt2pt.Transport) error {
+	if c.Mode == ModeUCX && !inner.Caps().DeviceMemory {
+		return ErrNoUCXDevice
+	}
+	return nil
 }

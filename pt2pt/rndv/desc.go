@@ -20,7 +20,7 @@ type descriptor struct {
 	size    int    // message bytes
 	region  Region // IPC: the sender's allocation and the message's offset in it
 	chunk   int    // RTS: the chunk size of a pipelined data phase
-	hostSrc bool   // RTS: the sender's buffer is host memory
+	hostSrc bool   // RTS: the sender sends its buffer whole if asked (host memory, or device memory over a transport that moves it)
 }
 
 type descKind uint8

@@ -495,9 +495,10 @@ func (t *Transport) stagedFallbackLocked(o *op, d *descriptor, why error) {
 }
 
 // rtsRecvLocked answers a rendezvous request that o matched (and can
-// hold). Host to host, it posts one data receive into the caller's buffer
-// and asks for the data whole (ackWhole); when either side is a device
-// buffer it sets up a chunked pipe in the sender's chunk size, posts the
+// hold). Where the transport moves both buffers (host to host, or device
+// memory over a transport that moves it: wholeLocked), it posts one data
+// receive into the caller's buffer and asks for the data whole (ackWhole);
+// when either side is a device buffer to stage it sets up a chunked pipe in the sender's chunk size, posts the
 // first chunk receives (into pinned chunk buffers for a device buffer,
 // into the caller's memory for a host one) and asks for chunks (ackOK).
 // The receives are posted before the clear-to-send, so the first chunks
@@ -507,9 +508,11 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 	tag := pt2pt.InternalTag(d.src, d.ack|dataBit)
 	status := ackOK
 	var err error
-	if o.user.Kind != pt2pt.Device && d.hostSrc && (!o.shared || t.rescueLocked(o.user.Ptr, d.size)) {
+	if t.wholeLocked(o, d) {
 		status = ackWhole
-		o.data, err = t.inner.Irecv(pt2pt.Mem{Ptr: o.user.Ptr, Len: d.size}, tag, pt2pt.InternalMask)
+		m := o.user
+		m.Len = d.size
+		o.data, err = t.inner.Irecv(m, tag, pt2pt.InternalMask)
 	} else {
 		err = t.startRecvPipeLocked(o, d, tag, d.chunk)
 	}
@@ -520,6 +523,20 @@ func (t *Transport) rtsRecvLocked(o *op, d *descriptor) {
 	o.state.Store(stData)
 	t.addActiveLocked(o)
 	t.sendAckLocked(d.src, d.ack, status)
+}
+
+// wholeLocked: o takes d's data as one transport message into the
+// caller's buffer: the sender sends whole (a host buffer, or a device one
+// the transport moves), and o's buffer is host memory no other receive
+// shares, or device memory the transport moves.
+func (t *Transport) wholeLocked(o *op, d *descriptor) bool {
+	if !d.hostSrc {
+		return false
+	}
+	if o.user.Kind == pt2pt.Device {
+		return t.directDev
+	}
+	return !o.shared || t.rescueLocked(o.user.Ptr, d.size)
 }
 
 // startRecvPipeLocked sets up o's receive pipe for d's data, arriving on
@@ -559,7 +576,7 @@ func (t *Transport) failRecvPipeLocked(o *op, d *descriptor, err error) {
 }
 
 // rtsLandedLocked finishes a rendezvous receive whose data arrived whole
-// (r) in the caller's host buffer.
+// (r) in the caller's buffer.
 func (t *Transport) rtsLandedLocked(o *op, r pt2pt.Result) {
 	switch {
 	case r.Err != nil:

@@ -196,11 +196,24 @@ func (t *Transport) pumpLocked(p *pipe) bool {
 }
 
 // pollSlotsLocked collects the copies and transport operations of p that
-// have completed.
+// have completed. A receiver takes its landed chunks in chunk order, from
+// the oldest unfinished one, and none past one still on the wire: their
+// host-to-device copies queue on one stream, and the next receive needs
+// the oldest chunk's buffer, so a later chunk's copy queued ahead of it
+// would hold that receive back by a whole copy.
 func (t *Transport) pollSlotsLocked(p *pipe) bool {
 	moved := false
-	for i := range p.slots {
-		s := &p.slots[i]
+	n := len(p.slots)
+	start, ordered := 0, !p.send && !p.stop
+	if ordered {
+		start = p.landed % n
+	}
+	wireBlocked := false
+	for i := range n {
+		s := &p.slots[(start+i)%n]
+		if ordered && s.state == slotWire && wireBlocked {
+			continue
+		}
 		switch s.state {
 		case slotCopy:
 			done, err := t.mv.Poll(&s.cp)
@@ -223,6 +236,7 @@ func (t *Transport) pollSlotsLocked(p *pipe) bool {
 			}
 		case slotWire:
 			if !s.op.Done() {
+				wireBlocked = true
 				continue
 			}
 			r := s.op.Result()

@@ -33,20 +33,23 @@ type Config struct {
 
 // Transport is the decorator. See the package comment.
 type Transport struct {
-	inner    pt2pt.Transport
-	cfg      Config
-	mv       Mover
-	direct   bool // the wrapped transport moves device memory itself
-	rndv     int  // smallest plain message senders of this job send by rendezvous
-	descs    bool // descriptors may arrive (IPC, or rndv < math.MaxInt)
-	saveHost bool
-	pinFree  int        // Caps.PinFreeRecvBelow
-	inCaps   pt2pt.Caps // the wrapped transport's
-	fp       pt2pt.FocusedProgresser
-	fi       pt2pt.FocusedIdler
-	imm      pt2pt.ImmediateSender // the wrapped transport's, or nil
-	ir       pt2pt.ImmediateReceiver
-	br       pt2pt.BlockingReceiver
+	inner  pt2pt.Transport
+	cfg    Config
+	mv     Mover
+	direct bool // the wrapped transport moves device memory itself
+	// directDev: device buffers may go to and from the wrapped transport
+	// as they are (direct, and no path forced that stages them).
+	directDev bool
+	rndv      int  // smallest plain message senders of this job send by rendezvous
+	descs     bool // descriptors may arrive (IPC, or rndv < math.MaxInt)
+	saveHost  bool
+	pinFree   int        // Caps.PinFreeRecvBelow
+	inCaps    pt2pt.Caps // the wrapped transport's
+	fp        pt2pt.FocusedProgresser
+	fi        pt2pt.FocusedIdler
+	imm       pt2pt.ImmediateSender // the wrapped transport's, or nil
+	ir        pt2pt.ImmediateReceiver
+	br        pt2pt.BlockingReceiver
 	// landing is where TryRecv receives a message shorter than a
 	// descriptor (a descriptor must fit wherever a receive lands), claimed
 	// by landingBusy; a concurrent TryRecv takes a small instead.
@@ -120,7 +123,10 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 	if t.mv != nil {
 		pol = t.mv.Policy()
 	}
-	t.rndv = rndvMin(cfg.Threshold, t.direct && !pol.Forced)
+	t.directDev = t.direct && !pol.Forced
+	// Where IPC descriptors may come, device receives land in pinned
+	// memory: the rendezvous bounds it, for direct messages too.
+	t.rndv = rndvMin(cfg.Threshold, t.directDev && !pol.IPC)
 	t.descs = pol.IPC || t.rndv < math.MaxInt
 	// A descriptor lands in the first descSize bytes of a host receive
 	// buffer: keep them for the bytes the message does not cover (short
@@ -226,6 +232,12 @@ func (t *Transport) Isend(dest int, m pt2pt.Mem, tag uint64, sync bool) (pt2pt.O
 	route, why := t.mv.Route(dest, m)
 	switch route {
 	case RouteDirect:
+		if m.Len >= t.rndv {
+			// Sent whole once the receiver has matched the request:
+			// its device receive lands in bounded pinned memory
+			// until then (IPC descriptors may come too).
+			return t.rtsSend(dest, m, tag, false)
+		}
 		return t.inner.Isend(dest, m, tag, sync)
 	case RouteIPC:
 		return t.ipcSend(dest, m, tag, sync)
@@ -314,8 +326,8 @@ func (t *Transport) ipcSend(dest int, m pt2pt.Mem, tag uint64, _ bool) (pt2pt.Op
 	return o, nil
 }
 
-// rtsSend sends m (the caller's host buffer, or its device buffer: dev)
-// by rendezvous: a descriptor with the size, an exchange id and the chunk
+// rtsSend sends m (the caller's host buffer or a device buffer the wrapped
+// transport moves; or a device buffer to stage: dev) by rendezvous: a descriptor with the size, an exchange id and the chunk
 // size on the caller's tag (so it matches in order with the sender's other
 // messages), then the data on InternalTag(me, id|dataBit) once the
 // receiver's clear-to-send arrives on InternalTag(dest, id): whole from a

@@ -288,6 +288,7 @@ func (v *device) MemcpyHtoDAsync(dst cudadrv.DevicePtr, src unsafe.Pointer, size
 	op := "cuMemcpyHtoDAsync"
 	check := func() error { _, err := v.d.resolve(op, uintptr(dst), size, -1); return err }
 	return v.async(op, s, check, func() error {
+		v.d.onCopy(op, dst, size)
 		b, err := v.d.resolve(op, uintptr(dst), size, -1)
 		if err == nil {
 			copy(b, hs)
@@ -307,12 +308,19 @@ func (v *device) MemcpyDtoHAsync(dst unsafe.Pointer, src cudadrv.DevicePtr, size
 	op := "cuMemcpyDtoHAsync"
 	check := func() error { _, err := v.d.resolve(op, uintptr(src), size, -1); return err }
 	return v.async(op, s, check, func() error {
+		v.d.onCopy(op, src, size)
 		b, err := v.d.resolve(op, uintptr(src), size, -1)
 		if err == nil {
 			copy(hd, b)
 		}
 		return err
 	})
+}
+
+func (d *Driver) onCopy(op string, dev cudadrv.DevicePtr, size int) {
+	if d.opts.OnCopy != nil {
+		d.opts.OnCopy(op, dev, size)
+	}
 }
 
 func (v *device) copyAsync(op string, dst, src cudadrv.DevicePtr, size int, s cudadrv.Stream) error {

@@ -36,6 +36,12 @@ type Options struct {
 	// context).
 	ContextSync        bool
 	ContextSyncTimeout time.Duration
+	// OnCopy, if set, is called on the stream's goroutine just before an
+	// asynchronous copy between host and device memory runs (op is
+	// "cuMemcpyHtoDAsync" or "cuMemcpyDtoHAsync", dev its device-side
+	// address). It may block: the copy, and the stream behind it, then
+	// stay in flight, as on a busy copy engine (tests of overlap).
+	OnCopy func(op string, dev cudadrv.DevicePtr, size int)
 }
 
 const (

@@ -52,7 +52,7 @@ func (s *state) peerPaths() ([]string, error) {
 		}
 		if DriverPresent() {
 			path, why := gpupath.Select(gpupath.Message{Kind: pt2pt.Device, Len: 1 << 20, SameNode: d.SameNode,
-				TransportDevice: s.rt.UCX.Caps().DeviceMemory, Mode: gcfg.Mode, Threshold: gcfg.IPCThreshold})
+				TransportDevice: s.rt.UCX.Caps().DeviceMemory, Mode: gcfg.Mode, Threshold: gcfg.IPCThreshold, UCXFrom: gcfg.UCXFrom})
 			d.GPU, d.GPUWhy = path.String(), why+", for 1 MiB"
 		} else {
 			d.GPUWhy = "no CUDA driver on this node"

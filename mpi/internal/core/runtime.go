@@ -180,6 +180,11 @@ func wire(ctx context.Context, job *bootstrap.Job, cfg startConfig, gcfg gpupath
 		return nil, err
 	}
 	rt.UCX = t
+	if err := gcfg.CheckTransport(t); err != nil {
+		t.Close()
+		job.Close()
+		return nil, configErr(err)
+	}
 	rt.Engine = pt2pt.NewEngine(wrapGPU(t, gcfg), pt2pt.Options{SpinIterations: spin, YieldRounds: yield})
 	return rt, nil
 }
