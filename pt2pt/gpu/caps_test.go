@@ -17,7 +17,8 @@ func (deviceCapable) Caps() pt2pt.Caps { return pt2pt.Caps{DeviceMemory: true} }
 // TestMoverReadsDeviceCaps: the mover sends device buffers straight
 // through the wrapped transport exactly when that transport's Caps say it
 // moves device memory, and the protocol New builds welcomes device
-// buffers either way (the mover stages them otherwise).
+// buffers either way (the mover stages them otherwise). Within a node
+// ucx is taken from GOMPIX_GPU_UCX_FROM, here from 1 byte.
 func TestMoverReadsDeviceCaps(t *testing.T) {
 	f := inproc.NewFabric(2)
 	dev := pt2pt.Mem{Ptr: nil, Len: 1 << 20, Kind: pt2pt.Device}
@@ -25,7 +26,7 @@ func TestMoverReadsDeviceCaps(t *testing.T) {
 		inner pt2pt.Transport
 		want  rndv.Route
 	}{{deviceCapable{f.Transport(0)}, rndv.RouteDirect}, {f.Transport(0), rndv.RouteIPC}} {
-		mv := NewMover(tc.inner, Config{})
+		mv := NewMover(tc.inner, Config{UCXFrom: 1})
 		if got, why := mv.Route(1, dev); got != tc.want {
 			t.Errorf("device caps %v: route %v (%s), want %v", tc.inner.Caps().DeviceMemory, got, why, tc.want)
 		}

@@ -23,7 +23,7 @@ type fakeUCX struct {
 	mu          *sync.Mutex
 }
 
-func (fakeUCX) DeviceMemory() bool { return true }
+func (fakeUCX) Caps() pt2pt.Caps { return pt2pt.Caps{DeviceMemory: true} }
 
 func (f fakeUCX) dev(m pt2pt.Mem) cudadrv.Device {
 	d, err := f.drv.Device(m.Device)

@@ -15,7 +15,7 @@ import (
 // as UCX built with CUDA does (nothing here sends device bytes through it).
 type deviceTransport struct{ pt2pt.Transport }
 
-func (deviceTransport) DeviceMemory() bool { return true }
+func (deviceTransport) Caps() pt2pt.Caps { return pt2pt.Caps{DeviceMemory: true} }
 
 // TestModeUCX: GOMPIX_GPU_PATH=ucx is accepted, hands device buffers to a
 // transport that moves device memory (whatever the peer or size, and
