@@ -33,6 +33,11 @@ func bindCrowdedRank(localRank int) {
 	}
 }
 
+// bindCrowded reports whether a crowded rank is bound to a CPU: not where
+// ranks of other nodes share the machine (containers, the rig), whose
+// network the kernel carries on those CPUs too; the scheduler places them.
+func bindCrowded(machineSize, localSize int) bool { return machineSize <= localSize }
+
 // crowdedCPU is the CPU bindCrowdedRank bound this process to, -1 where
 // it did not: the shared-memory collectives' peers learn it (setupShared)
 // and so which of them share a CPU (coll.Shared.CPUs).
