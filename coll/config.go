@@ -3,6 +3,7 @@ package coll
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -28,13 +29,18 @@ var algVars = func() [numKinds]*registry.String {
 	return vs
 }()
 
+// segVar bounds the messages of the kinds segRules names (segment).
+var segVar = registry.NewString("GOMPIX_COLL_SEGMENT", "auto",
+	"largest message (bytes) of a host allreduce's schedule across nodes, longer ones going as several: "+
+		"auto (by layout: where ranks outnumber cores, messages stay eager), 0 (never split) or a size")
+
 // Vars lists coll's configuration variables.
 func Vars() []registry.Var {
-	out := make([]registry.Var, 0, numKinds)
+	out := make([]registry.Var, 0, numKinds+1)
 	for _, v := range algVars {
 		out = append(out, v.Var)
 	}
-	return out
+	return append(out, segVar.Var)
 }
 
 // Options configure a State. The zero value reads the process environment
@@ -53,11 +59,15 @@ type Options struct {
 	// algorithm). When nil, each distinct warning goes to standard error
 	// once per process.
 	Warn func(msg string)
+	// Layout is where the communicator's ranks run; the zero Layout puts
+	// them on one node with a core each.
+	Layout Layout
 }
 
 // config is what a State read from its Options.
 type config struct {
 	force [numKinds]string // "" = auto
+	seg   int              // GOMPIX_COLL_SEGMENT: -1 auto, 0 never, else the bound
 	warn  func(string)
 }
 
@@ -82,7 +92,38 @@ func loadConfig(o *Options) config {
 		}
 		c.force[k] = v
 	}
+	c.seg = loadSegment(o, c.warn)
 	return c
+}
+
+// loadSegment reads GOMPIX_COLL_SEGMENT: -1 for auto.
+func loadSegment(o *Options, warn func(string)) int {
+	v, ok := segVar.Raw(), true
+	if o != nil && o.Lookup != nil {
+		v, ok = o.Lookup(segVar.Name)
+	}
+	v = strings.ToLower(strings.TrimSpace(v))
+	if !ok || v == "" || v == "auto" {
+		return -1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		warn(fmt.Sprintf("%s=%s: want auto, 0 or a size in bytes; using auto", segVar.Name, v))
+		return -1
+	}
+	return n
+}
+
+// segment is the largest message of a host call of kind k at w
+// (0: no bound).
+func (c *config) segment(k Kind, w where) int {
+	if !segKinds.has(k) {
+		return 0
+	}
+	if c.seg >= 0 {
+		return c.seg
+	}
+	return segAuto(k, w)
 }
 
 var warned sync.Map
@@ -95,8 +136,8 @@ func warnStderr(msg string) {
 }
 
 // choose applies the forced algorithm, if any and applicable, else Select.
-func (c *config) choose(k Kind, bytes, ranks int, commutative bool) Algorithm {
-	sel := Select(k, bytes, ranks, commutative)
+func (c *config) choose(k Kind, bytes, ranks int, commutative bool, w where) Algorithm {
+	sel := selectAt(k, bytes, ranks, commutative, w)
 	name := c.force[k]
 	if name == "" || name == sel.Name {
 		return sel

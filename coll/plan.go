@@ -92,9 +92,12 @@ func (s *State) plan(c Call, b *builder, bytes int) (*plan, error) {
 			return pl, nil
 		}
 	}
-	alg := s.cfg.choose(b.kind, bytes, b.size, b.op.IsCommutative())
+	alg := s.cfg.choose(b.kind, bytes, b.size, b.op.IsCommutative(), s.at)
 	if alg.build == nil {
 		return nil, fmt.Errorf("coll: %v: no algorithm", b.kind)
+	}
+	if !c.Device {
+		b.seg = s.cfg.segment(b.kind, s.at)
 	}
 	if b.blockCounts {
 		b.setBlockCounts()

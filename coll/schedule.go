@@ -102,6 +102,12 @@ type builder struct {
 	displs     []int // per-rank element displacements into recv (or send for scatterv)
 	sendCounts []int // alltoallv
 	sendDispls []int // alltoallv
+
+	// seg, when not 0, bounds every message: a longer one goes as pieces
+	// of seg bytes, in order on the call's tag (segRules).
+	seg int
+	// node is each rank's node (Layout); nil: one node.
+	node []int
 }
 
 func (b *builder) cur() *round {
@@ -116,6 +122,15 @@ func (b *builder) comm(k stepKind, r ref, peer int) {
 	if r.n == 0 && b.skipEmpty {
 		return
 	}
+	for b.seg > 0 && r.n > b.seg {
+		b.comm1(k, r.at(0, b.seg), peer)
+		r = r.at(b.seg, r.n-b.seg)
+	}
+	b.comm1(k, r, peer)
+}
+
+// comm1 adds one message step to the current round (or a new one).
+func (b *builder) comm1(k stepKind, r ref, peer int) {
 	if len(b.rounds) > 0 && len(b.rounds[len(b.rounds)-1].local) > 0 {
 		b.newNext = true
 	}

@@ -57,6 +57,8 @@ type State struct {
 	// device spaces' Comms and Mems (spaceCaps).
 	hostCaps, devCaps *spaceCaps
 	sh                *shared // the shared-memory segment (SetShared); nil: none
+	at                where   // the layout's summary (Options.Layout)
+	node              []int   // each rank's node; nil: one node
 
 	b     builder              // the call being set up (reused)
 	plans map[planKey]*plan    // built schedules by call shape (plan.go)
@@ -73,6 +75,14 @@ func NewState(c Comm, o *Options) *State {
 	}
 	if o != nil && o.Progress != nil {
 		s.prog = o.Progress
+	}
+	if o != nil {
+		var ok bool
+		if s.at, s.node, ok = o.Layout.place(c.Size()); !ok {
+			s.cfg.warn(fmt.Sprintf("a layout of %d ranks for a communicator of %d: ignored", len(o.Layout.Node), c.Size()))
+		}
+	} else {
+		s.at = onOneNode
 	}
 	s.hostCaps = capsOf(c, s.mem)
 	return s
@@ -103,6 +113,7 @@ func (s *State) newBuilder(k Kind, t dtype.Type, op Op, count int) *builder {
 	b.t, b.esz, b.op, b.skipEmpty, b.inPlace = t, t.Size(), op, true, false
 	b.sbuf, b.rbuf, b.src = ref{}, ref{}, ref{}
 	b.counts, b.displs, b.sendCounts, b.sendDispls = nil, nil, nil, nil
+	b.seg, b.node = 0, s.node
 	return b
 }
 

@@ -60,6 +60,8 @@ type selRule struct {
 	perRank int    // bytes ≥ perRank × ranks (0: no bound): each rank's block of the vector
 	pow2    cond   // ranks is a power of two
 	commute cond   // the operation commutes
+	nodes   span   // the nodes the communicator spans (Layout)
+	crowded cond   // the machine's ranks outnumber its cores (Layout.Crowded)
 	alg     string // the catalog's name
 	why     string // provenance
 
@@ -90,6 +92,8 @@ var selectRules = []selRule{
 
 	{kind: Allreduce, commute: no, alg: "recursive_doubling", why: "ring and rabenseifner combine out of rank order"},
 	{kind: Allreduce, bytes: upTo(16<<10 - 1), alg: "recursive_doubling", why: modelRow},
+	{kind: Allreduce, nodes: from(2), crowded: yes, ranks: upTo(8), bytes: upTo(256<<10 - 1), alg: "recursive_doubling",
+		why: "2 rig nodes x 2 ranks on 2 cores (loaded), 16-128 KiB: recursive doubling's 2 steps 0.3-0.7 ms, rabenseifner's 4 1.0-2.0 ms; each step waits for a peer to be scheduled; to 8 ranks by the model, 2026-12-02"},
 	{kind: Allreduce, ranks: within(2, 2), alg: "recursive_doubling",
 		why: "2 ranks on 2 cores, 16 KiB-4 MiB: halving lost to recursive doubling at every size, 2026-11-30 (def829d)"},
 	{kind: Allreduce, bytes: from(4 << 20), perRank: 64, alg: "ring", why: modelRow},
@@ -137,43 +141,88 @@ func prepareSelect(rules []selRule) [numKinds][]selRule {
 		r.ranks.widen()
 		r.bytes.widen()
 		r.total.widen()
+		r.nodes.widen()
 		r.a, r.row = must(r.kind, r.alg), i
 		by[r.kind] = append(by[r.kind], *r)
 	}
 	return by
 }
 
-func (r *selRule) matches(bytes, ranks int, commutative bool) bool {
+func (r *selRule) matches(bytes, ranks int, commutative bool, w where) bool {
 	return r.ranks.has(ranks) && r.bytes.has(bytes) && r.total.has(bytes*ranks) &&
-		(r.perRank == 0 || bytes >= r.perRank*ranks) && r.pow2.has(isPow2(ranks)) && r.commute.has(commutative)
+		(r.perRank == 0 || bytes >= r.perRank*ranks) && r.pow2.has(isPow2(ranks)) && r.commute.has(commutative) &&
+		r.nodes.has(w.nodes) && r.crowded.has(w.crowded)
 }
 
 // selectRule is the first row of k's table that the call matches; nil for
 // a kind that is not a collective.
-func selectRule(k Kind, bytes, ranks int, commutative bool) *selRule {
+func selectRule(k Kind, bytes, ranks int, commutative bool, w where) *selRule {
 	if k >= numKinds {
 		return nil
 	}
 	rs := selectByKind[k]
 	for i := range rs {
-		if rs[i].matches(bytes, ranks, commutative) {
+		if rs[i].matches(bytes, ranks, commutative, w) {
 			return &rs[i]
 		}
 	}
 	return nil
 }
 
-// Select picks the algorithm for a collective of kind k on ranks ranks:
-// the first matching row of selectRules. bytes is the size of one rank's
+// Select picks the algorithm for a collective of kind k on ranks ranks of
+// one node: the first matching row of selectRules. bytes is the size of one rank's
 // contribution: the whole vector for bcast, reduce, allreduce, scan and
 // the reduce-scatters (their input), one block for the gathers, scatters
 // and all-to-alls. commutative tells whether the op commutes (true for
 // non-reductions). Select is a pure function and does not allocate.
 func Select(k Kind, bytes, ranks int, commutative bool) Algorithm {
-	if r := selectRule(k, bytes, ranks, commutative); r != nil {
+	return selectAt(k, bytes, ranks, commutative, onOneNode)
+}
+
+// selectAt is Select for ranks laid out as w says.
+func selectAt(k Kind, bytes, ranks int, commutative bool, w where) Algorithm {
+	if r := selectRule(k, bytes, ranks, commutative, w); r != nil {
 		return r.a
 	}
 	return Algorithm{Kind: k}
+}
+
+// segRule is a row of segRules: calls of the kinds at a layout matching
+// nodes and crowded send no message longer than limit bytes.
+type segRule struct {
+	kinds   kindSet
+	nodes   span
+	crowded cond
+	limit   int // 0: no bound
+	why     string
+}
+
+// segKinds are the kinds whose messages may be split: both ends derive
+// every message's size from arguments all ranks share.
+var segKinds = kinds(Allreduce)
+
+// segRules is segAuto's table.
+var segRules = func(rs []segRule) []segRule {
+	for i := range rs {
+		rs[i].nodes.widen()
+	}
+	return rs
+}([]segRule{
+	{kinds: kinds(Allreduce), nodes: from(2), crowded: yes, limit: 64 << 10,
+		why: "2 rig nodes x 2 ranks on 2 cores, 512 KiB and 1 MiB allreduce: 64 KiB pieces 2-2.5x faster than whole halves, which took the rendezvous (a round trip each, a peer to be scheduled for each), 2026-12-02"},
+	{why: "elsewhere nothing measured a bound: a message goes whole"},
+})
+
+// segAuto is the largest message of a host call of kind k at w by
+// segRules (0: no bound).
+func segAuto(k Kind, w where) int {
+	for i := range segRules {
+		r := &segRules[i]
+		if r.kinds.has(k) && r.nodes.has(w.nodes) && r.crowded.has(w.crowded) {
+			return r.limit
+		}
+	}
+	return 0
 }
 
 // nodeRule is a row of the shared-memory tables: calls of the kinds on

@@ -367,6 +367,10 @@ func TestSetSharedMatchesReference(t *testing.T) {
 	}
 }
 
+// testWheres are the layouts the table tests try: one node, and several
+// nodes with and without a core per rank.
+var testWheres = []where{onOneNode, {nodes: 1, crowded: true}, {nodes: 2}, {nodes: 2, crowded: true}, {nodes: 5, crowded: true}}
+
 // Every row of every table is the first match of some input (no dead
 // rows), says where it comes from, and each kind's rows end with a default
 // that matches everything.
@@ -376,8 +380,10 @@ func TestTuningRowsReachable(t *testing.T) {
 		for _, p := range selectRanks() {
 			for _, n := range selectSizes(p) {
 				for _, comm := range []bool{true, false} {
-					if r := selectRule(k, n, p, comm); r != nil {
-						hit[r.row] = true
+					for _, w := range testWheres {
+						if r := selectRule(k, n, p, comm, w); r != nil {
+							hit[r.row] = true
+						}
 					}
 				}
 			}
@@ -387,7 +393,8 @@ func TestTuningRowsReachable(t *testing.T) {
 			t.Errorf("no rules for %v", k)
 			continue
 		}
-		if d := rs[len(rs)-1]; d.ranks != anySpan || d.bytes != anySpan || d.total != anySpan || d.perRank != 0 || d.pow2 != either || d.commute != either {
+		if d := rs[len(rs)-1]; d.ranks != anySpan || d.bytes != anySpan || d.total != anySpan || d.perRank != 0 || d.pow2 != either || d.commute != either ||
+			d.nodes != anySpan || d.crowded != either {
 			t.Errorf("%v's last row %+v is not a default", k, d)
 		}
 	}

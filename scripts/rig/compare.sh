@@ -7,9 +7,11 @@
 # runs over UCX ("ompi": pml ucx, which takes UCX's tcp transport between
 # the nodes, as gompix does) and with its default ob1/tcp ("ob1"), unbound
 # (bound ranks of different nodes share the machine's cores and starve its
-# network: docs/guide/multi-node-rig.md) and yielding when idle (four ranks
-# share two CPUs). scripts/host-summary.py makes
-# medians of the lines.
+# network: docs/guide/multi-node-rig.md; gompix leaves its crowded 2 x 2
+# ranks unbound for the same reason) and yielding when idle (four ranks
+# share two CPUs). scripts/host-summary.py makes medians of the lines.
+# GOMPIX_RIG_BIN runs another build's gompirun and gompix (default: bin/);
+# GOMPIX_RIG_ARGS adds gompirun options (-x NAME=VALUE).
 #
 #   make build && mpicc -O2 -o /tmp/mpi_bench scripts/mpi_bench.c
 #   scripts/rig/compare.sh 5 | tee /tmp/rc.txt; scripts/host-summary.py /tmp/rc.txt
@@ -19,8 +21,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 net=${GOMPIX_RIG_NET:-10.77.0}
 B=${MPI_BENCH:-/tmp/mpi_bench}
-G="$root/bin/gompirun --launch-agent $here/rig-agent --iface $net.0/24"
-X="$root/bin/gompix"
+bin=${GOMPIX_RIG_BIN:-$root/bin}
+G="$bin/gompirun --launch-agent $here/rig-agent --iface $net.0/24 ${GOMPIX_RIG_ARGS:-}"
+X="$bin/gompix"
 O="$here/ompi-run.sh --bind-to none --mca mpi_yield_when_idle 1"
 U="$O --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self,sm"
 H2="-H node1:1,node2:1"

@@ -37,3 +37,8 @@ func bindCrowdedRank(localRank int) int {
 	}
 	return -1
 }
+
+// bindCrowded reports whether a crowded rank is bound to a CPU: not where
+// ranks of other nodes share the machine (containers, the rig), whose
+// network the kernel carries on those CPUs too; the scheduler places them.
+func bindCrowded(machineSize, localSize int) bool { return machineSize <= localSize }

@@ -109,3 +109,16 @@ func TestBind(t *testing.T) {
 		runJobEnv(t, []string{"GOMPIX_BIND=auto", "BIND_TEST_CPUS=" + strings.Join(list, ",")}, "bind", len(allowed)+1)
 	})
 }
+
+// Crowded ranks are bound only where the machine runs no other node's
+// ranks: on the rig (2 nodes of 2 ranks on one kernel) they stay unbound.
+func TestBindCrowded(t *testing.T) {
+	for _, tc := range []struct {
+		machine, local int
+		want           bool
+	}{{4, 4, true}, {4, 2, false}, {6, 3, false}, {1, 1, true}} {
+		if got := bindCrowded(tc.machine, tc.local); got != tc.want {
+			t.Errorf("%d ranks on the machine, %d on the node: bind %v, want %v", tc.machine, tc.local, got, tc.want)
+		}
+	}
+}

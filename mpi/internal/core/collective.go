@@ -40,7 +40,8 @@ type collState struct {
 // engine returns c's coll.State; c.collMu is held.
 func (c *Comm) engine() *coll.State {
 	if c.coll.st == nil {
-		c.coll.st = coll.NewState(collComm{c.pc}, &coll.Options{Progress: progressOf(c.pc.Engine())})
+		c.coll.st = coll.NewState(collComm{c.pc}, &coll.Options{Progress: progressOf(c.pc.Engine()),
+			Layout: coll.Layout{Node: c.rankNodes(), Crowded: nodeOversubscribed}})
 	}
 	return c.coll.st
 }

@@ -100,12 +100,17 @@ func (c *Comm) resolveHier() uint32 {
 
 // hierTopo is c's layout over nodes (worldNode of each member).
 func (c *Comm) hierTopo() *hier.Topo {
+	t, _ := hier.NewTopo(c.rankNodes()) // c has ranks: no error
+	return t
+}
+
+// rankNodes is the node of each of c's ranks (also coll's Layout).
+func (c *Comm) rankNodes() []int {
 	nodes := make([]int, c.Size())
 	for r := range nodes {
 		nodes[r] = worldNode(c.pc.WorldRank(r))
 	}
-	t, _ := hier.NewTopo(nodes) // c has ranks: no error
-	return t
+	return nodes
 }
 
 // hierRun runs f, a two-level collective on buffers of device ord (-1:

@@ -26,7 +26,7 @@ var (
 	cfgWireupTimeout = config.NewDuration("GOMPIX_WIREUP_TIMEOUT", 60*time.Second,
 		"how long Init waits for the launcher's key-value store and for every rank to arrive")
 	cfgBind = config.NewString("GOMPIX_BIND", "auto",
-		"auto: under gompirun, with no more ranks on the node than cores, Init binds the thread that called it (locked to its goroutine) to one core per local rank, as mpirun binds ranks; with more ranks than CPUs, it binds each rank's whole process to one CPU, the CPUs in turn; none: no binding")
+		"auto: under gompirun, with no more ranks on the node than cores, Init binds the thread that called it (locked to its goroutine) to one core per local rank, as mpirun binds ranks; with more ranks than CPUs, it binds each rank's whole process to one CPU, the CPUs in turn, unless ranks of other nodes share the machine (containers); none: no binding")
 	cfgFastCalls = config.NewInt("GOMPIX_UCX_FASTCALL", 1,
 		"1: the per-message calls into UCX go through ucxbind's trampoline on a C stack (amd64); 0: through cgo, as every other call (docs/design/go-runtime.md, \"Fast calls\")")
 )
@@ -200,7 +200,7 @@ func (rt *Runtime) ready(job *bootstrap.Job, cfg startConfig, prepare func() err
 	case job.Kind != bootstrap.Gompirun || cfg.bind != "auto":
 	case !rt.Oversubscribed:
 		bindRank(job.MachineRank, job.MachineSize)
-	default:
+	case bindCrowded(job.MachineSize, job.LocalSize):
 		rt.CrowdedCPU = bindCrowdedRank(job.MachineRank)
 	}
 	// The world's shared-memory segment is made here, not at its first
