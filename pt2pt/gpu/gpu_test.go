@@ -285,6 +285,11 @@ var kinds = map[string][2]pt2pt.MemKind{
 	"DH": {pt2pt.Device, pt2pt.Host}, "DD": {pt2pt.Device, pt2pt.Device},
 }
 
+// kindNames orders kinds. A rank body ranges over this, never over the
+// map: each rank's range over a map has its own random order, so ranks that
+// branch on the kind pair would run different programs and wait forever.
+var kindNames = []string{"DD", "DH", "HD", "HH"}
+
 var sizes = []int{0, 1, 8, 119, descSize, descSize + 1, 4096, 65537, 3<<20 + 5}
 
 var modes = []Mode{ModeStaged, ModeIPC, ModeAuto}

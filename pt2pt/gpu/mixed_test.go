@@ -103,7 +103,8 @@ func TestMixedUCXAndIPC(t *testing.T) {
 			}
 			defer func() { wrapInner = nil }()
 			ranks := runRanks(t, drv, 2, cfg, func(k *rank) error {
-				for name, kk := range kinds {
+				for _, name := range kindNames {
+					kk := kinds[name]
 					if err := exchangeAll(t, k, kk, sizes); err != nil {
 						return fmt.Errorf("%s: %w", name, err)
 					}
