@@ -23,7 +23,10 @@ func TestSegmentsRemovedAfterJob(t *testing.T) {
 		{"ranks exit", "exit 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := `f=/dev/shm/gompix-$GOMPIX_JOB_ID-$$-test; head -c 4096 /dev/zero >"$f" && echo "$f"; ` + tc.end
+			// The name is printed before the file exists: rank 0 kills
+			// itself once both files exist, and a rank terminated then
+			// must already have said which file it made.
+			script := `f=/dev/shm/gompix-$GOMPIX_JOB_ID-$$-test; echo "$f"; head -c 4096 /dev/zero >"$f"; ` + tc.end
 			cfg, out, errOut := shJob(2, script)
 			run(t, cfg)
 			files := out.lines()
