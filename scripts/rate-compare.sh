@@ -14,10 +14,11 @@
 # BASE=<dir> (a gompirun and gompix built from another commit, as for
 # host-compare.sh) adds "base <v>" to each line. ITERS=<n> passes -i to
 # the OSU runs. SCHED=1 adds, per run and rank, a line
-# "sched <r> <impl> <pid> run <ms> wait <ms>": how long the rank's main
-# thread ran and how long it waited, runnable, for a CPU
-# (/proc/<pid>/schedstat, read until it exits): on a loaded machine the
-# wait, not the code, can be most of a run.
+# "sched <r> <impl> <pid> run <ms> wait <ms> life <ms>": how long the
+# rank's busiest thread (the one its goroutine is locked to) ran, how
+# long it waited, runnable, for a CPU
+# (/proc/<pid>/schedstat, read until it exits), and how long the process
+# lived: the rest of its life that thread slept.
 set -u
 rounds=${1:-5}
 G="bin/gompirun"
@@ -35,10 +36,12 @@ trap 'rm -rf "$tmp"' EXIT
 # watch CMD...: CMD, with SCHED its main thread's schedstat kept in $tmp.
 watch() {
 	[ -z "$sched" ] && exec "$@"
+	local t0=$EPOCHREALTIME
 	"$@" &
 	local p=$!
 	while kill -0 "$p" 2>/dev/null; do
-		cat "/proc/$p/schedstat" >"$tmp/s.$p.new" 2>/dev/null && mv "$tmp/s.$p.new" "$tmp/s.$p"
+		s=$(cat /proc/"$p"/task/*/schedstat 2>/dev/null | sort -n | tail -1)
+		[ -n "$s" ] && echo "$s $t0 $EPOCHREALTIME" >"$tmp/s.$p"
 		sleep 0.01
 	done
 	wait "$p"
@@ -52,7 +55,7 @@ schedlines() {
 	[ -z "$sched" ] && return
 	for f in "$tmp"/s.*; do
 		[ -e "$f" ] || continue
-		awk -v r="$1" -v i="$2" -v p="${f##*.}" '{ printf "sched %s %s %s run %.1f wait %.1f\n", r, i, p, $1/1e6, $2/1e6 }' "$f"
+		awk -v r="$1" -v i="$2" -v p="${f##*.}" '{ printf "sched %s %s %s run %.1f wait %.1f life %.1f\n", r, i, p, $1/1e6, $2/1e6, ($5-$4)*1e3 }' "$f"
 		rm -f "$f"
 	done
 }
