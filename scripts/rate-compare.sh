@@ -39,7 +39,8 @@ watch() {
 	local t0=$EPOCHREALTIME
 	"$@" &
 	local p=$!
-	while kill -0 "$p" 2>/dev/null; do
+	# jobs -r, not kill -0: a pid is soon reused on a busy machine.
+	while [ -n "$(jobs -pr)" ]; do
 		s=$(cat /proc/"$p"/task/*/schedstat 2>/dev/null | sort -n | tail -1)
 		[ -n "$s" ] && echo "$s $t0 $EPOCHREALTIME" >"$tmp/s.$p"
 		sleep 0.01
