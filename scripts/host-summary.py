@@ -41,8 +41,9 @@ for k in sorted(runs, key=order):
         o = runs[k].get(p)
         if not o or len(o) != len(g):
             continue
-        # bw is MB/s (more is better); the rest are times.
-        won = sum(1 for a, b in zip(g, o) if (a > b if k[0] == "bw" else a < b))
+        # bw is MB/s and mbw_mr messages/s (more is better); the rest are times.
+        more = k[0] in ("bw", "mbw_mr")
+        won = sum(1 for a, b in zip(g, o) if (a > b if more else a < b))
         mo = statistics.median(o)
         out += f" | {p} {mo:8.2f} {statistics.median(g) / mo:5.2f}x won {won}/{len(g)}"
     print(out)
