@@ -28,8 +28,9 @@ M1="mpirun.openmpi --allow-run-as-root"
 M="$M1 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
 sizes="8 1024 65536 1048576"
 BASE=${BASE:-}
+extra="" # gompirun options of the current run (--oversubscribe), the base build's too
 # base ARGS...: the same OSU run with the BASE build, or nothing.
-base() { [ -n "$BASE" ] && "$BASE/gompirun" "${@:1:2}" "$BASE/gompix" "${@:3}"; }
+base() { [ -n "$BASE" ] && "$BASE/gompirun" $extra "${@:1:2}" "$BASE/gompix" "${@:3}"; }
 # bcol OUT SIZE: " base <µs>" from base's output, or nothing.
 bcol() { [ -n "$BASE" ] && echo " base $(echo "$1" | field "$2")"; }
 
@@ -56,7 +57,6 @@ for r in $(seq 1 "$rounds"); do
 		[ "$n" -gt "$(nproc)" ] && extra="--oversubscribe"
 		for c in allreduce bcast reduce allgather alltoall; do
 			g=$($G $extra -n $n $X osu $c -m 8:1048576)
-			# BASE may predate --oversubscribe (then it needed none).
 			gb=$(base -n $n osu $c -m 8:1048576)
 			o=$($M $extra -n $n $B $c $sizes 2>&1)
 			v=$($M1 $extra -n $n $B $c $sizes 2>&1)
