@@ -8,12 +8,6 @@ import (
 	"github.com/gompix/gompix/pt2pt/rndv"
 )
 
-// deviceCapable is the in-process transport reporting that it moves
-// device memory itself, as UCX built with CUDA does.
-type deviceCapable struct{ pt2pt.Transport }
-
-func (deviceCapable) Caps() pt2pt.Caps { return pt2pt.Caps{DeviceMemory: true} }
-
 // TestMoverReadsDeviceCaps: the mover sends device buffers straight
 // through the wrapped transport exactly when that transport's Caps say it
 // moves device memory, and the protocol New builds welcomes device
@@ -25,7 +19,7 @@ func TestMoverReadsDeviceCaps(t *testing.T) {
 	for _, tc := range []struct {
 		inner pt2pt.Transport
 		want  rndv.Route
-	}{{deviceCapable{f.Transport(0)}, rndv.RouteDirect}, {f.Transport(0), rndv.RouteIPC}} {
+	}{{deviceTransport{f.Transport(0)}, rndv.RouteDirect}, {f.Transport(0), rndv.RouteIPC}} {
 		mv := NewMover(tc.inner, Config{UCXFrom: 1})
 		if got, why := mv.Route(1, dev); got != tc.want {
 			t.Errorf("device caps %v: route %v (%s), want %v", tc.inner.Caps().DeviceMemory, got, why, tc.want)
