@@ -108,11 +108,12 @@ func statuses(sts []core.Status) []Status {
 	return unsafe.Slice((*Status)(unsafe.Pointer(unsafe.SliceData(sts))), len(sts))
 }
 
-// coreStatus is s as core's Status (the same fields), so that core's result
+// coreStatus is s as core's Status (the same fields, which the conversion
+// checks at compile time), so that core's result
 // is stored into the caller's result in place: a Status copied whole goes
 // through memory with loads wider than the stores that wrote it, a
 // store-forwarding stall on every receive.
-func coreStatus(s *Status) *core.Status { return (*core.Status)(unsafe.Pointer(s)) }
+func coreStatus(s *Status) *core.Status { return (*core.Status)(s) }
 
 // Each type below is a struct of one field, core's type, so that a pointer
 // to one is a pointer to the other (the same memory and layout): these
