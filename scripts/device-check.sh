@@ -14,6 +14,13 @@
 #                                      with an MPS daemon: OSU -c validation of
 #                                      the device and stream operations (a hang
 #                                      is a failure)
+#   scripts/device-check.sh rig        there (root): two rig nodes inside the
+#                                      host (scripts/rig/rig.sh), one rank on
+#                                      each, device buffers over the ucx path
+#                                      with a UCX built with CUDA (built from
+#                                      .device/ucx-src.tar.gz when UCX_PREFIX
+#                                      lacks one): OSU -c validation and the
+#                                      per-peer path
 #
 # From a developer machine, after `build`, one device call does it all:
 #   run(carry=[".device"], kind="nvidia-h200-x2",
@@ -45,6 +52,14 @@ build() {
 	(cd "$root" && go build -o "$dev/" ./cmd/...) || status=1
 	# What the run mode needs beside the binaries.
 	cp "$root/scripts/device-check.sh" "$dev/" 2>/dev/null || true
+	# The GPU machine has no iproute2; the rig mode brings this machine's
+	# ip and the libraries it links (not libc, which is there).
+	ipbin=$(command -v ip) && {
+		mkdir -p "$dev/iproute/bin" "$dev/iproute/lib"
+		cp "$ipbin" "$dev/iproute/bin/"
+		ldd "$ipbin" | awk '$3 ~ /^\// && $1 !~ /^(libc|ld-linux)/ { print $3 }' |
+			xargs -r -I{} cp -L {} "$dev/iproute/lib/"
+	}
 }
 
 gen() {
@@ -125,10 +140,61 @@ shared() {
 	done
 }
 
-[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
+# rig: the ucx path end to end between two nodes of the multi-node rig on
+# this one host. The nodes have their own network, IPC and /dev/shm, so
+# gompix sees two nodes and auto sends device buffers to the other by ucx;
+# UCX moves them over tcp (cuda_copy staging) or cuda_ipc, as it chooses.
+rig() {
+	mkdir -p "$out"
+	prefix=${UCX_PREFIX:-/tmp/ucx-cuda}
+	if [ ! -x "$prefix/bin/ucx_info" ]; then
+		"$root/scripts/build-ucx-cuda.sh" build "$prefix" >"$out/ucx-build.log" 2>&1 ||
+			{ echo "rig: UCX with CUDA did not build (see $out/ucx-build.log)"; status=1; return; }
+	fi
+	rigsh() {
+		if command -v ip >/dev/null; then "$root/scripts/rig/rig.sh" "$@"; else
+			PATH=$dev/iproute/bin:$PATH LD_LIBRARY_PATH=$dev/iproute/lib "$root/scripts/rig/rig.sh" "$@"
+		fi
+	}
+	rigsh up 2 >"$out/rig-up.log" 2>&1 ||
+		{ echo "rig: rig.sh up 2 failed"; cat "$out/rig-up.log"; status=1; return; }
+	log=$out/rig.log
+	: >"$log"
+	g="$dev/gompirun --launch-agent $root/scripts/rig/rig-agent --iface 10.77.0.0/24 --timeout 200"
+	g="$g -x LD_LIBRARY_PATH=$prefix/lib -x CUDA_VISIBLE_DEVICES=0"
+	h="-H node1:1,node2:1"
+	for run in "$h -x GOMPIX_DEBUG=path $dev/gompix osu latency -d cuda -c -i 100 -m 1:1048576 D D" \
+		"$h $dev/gompix osu bw -d cuda -c -m 1:67108864 D D" \
+		"$h $dev/gompix osu allreduce -d cuda -c -m 4:4194304" \
+		"$h $dev/gompix osu bcast -d cuda -c -m 4:4194304"; do
+		echo "== gompirun $run" >>"$log"
+		if timeout 240 $g $run >>"$log" 2>&1 && ! grep -q Fail "$log"; then
+			echo "rig: $run: ok"
+		else
+			echo "rig: $run: FAILED (see $log)"
+			status=1
+		fi
+	done
+	# The anchor: UCX's own ucx_perftest on the same pair, interleaved with
+	# gompix's osu bw at the same size.
+	for s in 1048576 16777216 67108864; do
+		echo "== compare bw $s" >>"$log"
+		timeout 120 $g $h "$dev/gompix" osu bw -d cuda -m "$s:$s" D D 2>&1 | grep "^$s" |
+			awk -v s="$s" '{ print "rig: bw", s, "gompix", $2 }' | tee -a "$log"
+		"$root/scripts/rig/rig-agent" node1 "LD_LIBRARY_PATH=$prefix/lib CUDA_VISIBLE_DEVICES=0 timeout 60 $prefix/bin/ucx_perftest -m cuda -t tag_bw -s $s -n 100" >/dev/null 2>&1 &
+		sleep 2
+		"$root/scripts/rig/rig-agent" node2 "LD_LIBRARY_PATH=$prefix/lib CUDA_VISIBLE_DEVICES=0 timeout 60 $prefix/bin/ucx_perftest 10.77.0.1 -m cuda -t tag_bw -s $s -n 100" 2>&1 |
+			awk -v s="$s" '/^Final/ { print "rig: bw", s, "ucx_perftest", $7 }' | tee -a "$log"
+		wait
+	done
+	rigsh down >>"$out/rig-up.log" 2>&1
+	grep -E "take path" "$log" | head -4
+}
+
+[ $# -gt 0 ] || { sed -n '2,31p' "$0"; exit 2; }
 for mode in "$@"; do
 	case $mode in
-	build | gen | abi | run | bench | info | shared) $mode ;;
+	build | gen | abi | run | bench | info | shared | rig) $mode ;;
 	*) echo "device-check.sh: unknown mode $mode" >&2; exit 2 ;;
 	esac
 done
