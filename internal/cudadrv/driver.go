@@ -112,6 +112,23 @@ const (
 	WaitNOR WaitCond = 3 // ^(*addr | value) != 0
 )
 
+// Graph and GraphExec are CUDA graph handles (CUgraph, CUgraphExec).
+type (
+	Graph     uintptr
+	GraphExec uintptr
+)
+
+// CaptureStatus says whether a stream is being captured into a CUDA graph
+// (CUstreamCaptureStatus).
+type CaptureStatus int
+
+// Capture statuses.
+const (
+	CaptureNone        CaptureStatus = 0
+	CaptureActive      CaptureStatus = 1
+	CaptureInvalidated CaptureStatus = 2 // an error ended the capture; EndCapture fails
+)
+
 // Driver is a CUDA driver: the real one (Open) or a fake (package fake).
 type Driver interface {
 	// Version is the driver's CUDA version, e.g. 13000 for CUDA 13.0.
@@ -224,6 +241,20 @@ type Device interface {
 	// callback is C code: no Go runs on the driver's thread. ErrNotSupported
 	// where the driver lacks cuLaunchHostFunc.
 	StreamHostWrite32(s Stream, addr *uint32, value uint32) error
+
+	// StreamCaptureStatus reports whether s is being captured into a CUDA
+	// graph: work issued on it then is recorded, to run at each launch of
+	// the graph, not now.
+	StreamCaptureStatus(s Stream) (CaptureStatus, error)
+	// StreamBeginCapture starts capturing s in relaxed mode (other threads'
+	// driver calls stay allowed); StreamEndCapture ends it with the graph.
+	StreamBeginCapture(s Stream) error
+	StreamEndCapture(s Stream) (Graph, error)
+	GraphInstantiate(g Graph) (GraphExec, error)
+	// GraphLaunch runs the instantiated graph on s, after s's earlier work.
+	GraphLaunch(e GraphExec, s Stream) error
+	GraphExecDestroy(e GraphExec) error
+	GraphDestroy(g Graph) error
 }
 
 // KernelArgs packs kernel parameters, each at its natural alignment, the way

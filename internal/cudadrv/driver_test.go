@@ -401,3 +401,62 @@ func TestErrors(t *testing.T) {
 		t.Errorf("message %q", s)
 	}
 }
+
+// TestGraphCaptureReplay: work issued on a capturing stream is recorded,
+// not run, and runs again at every launch of the graph; the capture status
+// says when a stream is capturing.
+func TestGraphCaptureReplay(t *testing.T) {
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			d := open(t, tg.drv, 0)
+			s := must[cudadrv.Stream](t)(d.StreamCreate())
+			defer d.StreamDestroy(s)
+			host := must[unsafe.Pointer](t)(d.HostAlloc(16))
+			defer d.HostFree(host)
+			f := (*[4]uint32)(host)
+			dp := must[cudadrv.DevicePtr](t)(d.HostDevicePtr(host))
+			if st := must[cudadrv.CaptureStatus](t)(d.StreamCaptureStatus(s)); st != cudadrv.CaptureNone {
+				t.Fatalf("status before capture %d", st)
+			}
+			if err := d.StreamBeginCapture(s); err != nil {
+				t.Fatal(err)
+			}
+			if st := must[cudadrv.CaptureStatus](t)(d.StreamCaptureStatus(s)); st != cudadrv.CaptureActive {
+				t.Fatalf("status in capture %d", st)
+			}
+			if err := d.StreamWriteValue32(s, dp+4, 7); errors.Is(err, cudadrv.ErrNotSupported) {
+				t.Skip("no stream memory operations")
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if d.StreamSynchronize(s) == nil {
+				t.Error("synchronize of a capturing stream: no error")
+			}
+			g := must[cudadrv.Graph](t)(d.StreamEndCapture(s))
+			defer d.GraphDestroy(g)
+			if st := must[cudadrv.CaptureStatus](t)(d.StreamCaptureStatus(s)); st != cudadrv.CaptureNone {
+				t.Fatalf("status after capture %d", st)
+			}
+			if err := d.StreamSynchronize(s); err != nil {
+				t.Fatal(err)
+			}
+			if v := atomic.LoadUint32(&f[1]); v != 0 {
+				t.Fatalf("captured write ran at capture: flag %d", v)
+			}
+			e := must[cudadrv.GraphExec](t)(d.GraphInstantiate(g))
+			defer d.GraphExecDestroy(e)
+			for round := range 3 {
+				atomic.StoreUint32(&f[1], 0)
+				if err := d.GraphLaunch(e, s); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.StreamSynchronize(s); err != nil {
+					t.Fatal(err)
+				}
+				if v := atomic.LoadUint32(&f[1]); v != 7 {
+					t.Fatalf("launch %d: flag %d, want 7", round, v)
+				}
+			}
+		})
+	}
+}

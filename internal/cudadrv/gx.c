@@ -238,6 +238,52 @@ gx_result gx_write_value32(gx_ctx c, gx_stream s, gx_devptr addr, unsigned int v
     return gx_cu.cuStreamWriteValue32(s, addr, v, GX_STREAM_WRITE_VALUE_DEFAULT);
 }
 
+// CUDA graphs: handles cross to Go as integers.
+gx_result gx_stream_capturing(gx_ctx c, gx_stream s, int *status) {
+    if (!gx_cu.cuStreamIsCapturing) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    gx_capstatus st = GX_STREAM_CAPTURE_STATUS_NONE;
+    gx_result r = gx_cu.cuStreamIsCapturing(s, &st);
+    *status = (int)st;
+    return r;
+}
+gx_result gx_stream_begin_capture(gx_ctx c, gx_stream s, int mode) {
+    if (!gx_cu.cuStreamBeginCapture) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    return gx_cu.cuStreamBeginCapture(s, (gx_capmode)mode);
+}
+gx_result gx_stream_end_capture(gx_ctx c, gx_stream s, uintptr_t *graph) {
+    if (!gx_cu.cuStreamEndCapture) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    gx_graph g = 0;
+    gx_result r = gx_cu.cuStreamEndCapture(s, &g);
+    *graph = (uintptr_t)g;
+    return r;
+}
+gx_result gx_graph_instantiate(gx_ctx c, uintptr_t graph, uintptr_t *exec) {
+    if (!gx_cu.cuGraphInstantiate) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    gx_graphexec e = 0;
+    gx_result r = gx_cu.cuGraphInstantiate(&e, (gx_graph)graph, 0);
+    *exec = (uintptr_t)e;
+    return r;
+}
+gx_result gx_graph_launch(gx_ctx c, uintptr_t exec, gx_stream s) {
+    if (!gx_cu.cuGraphLaunch) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    return gx_cu.cuGraphLaunch((gx_graphexec)exec, s);
+}
+gx_result gx_graph_exec_destroy(gx_ctx c, uintptr_t exec) {
+    if (!gx_cu.cuGraphExecDestroy) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    return gx_cu.cuGraphExecDestroy((gx_graphexec)exec);
+}
+gx_result gx_graph_destroy(gx_ctx c, uintptr_t graph) {
+    if (!gx_cu.cuGraphDestroy) return GX_ERR_MISSING_ENTRY;
+    GX_CTX(c);
+    return gx_cu.cuGraphDestroy((gx_graph)graph);
+}
+
 struct gx_host_write {
     unsigned int *addr;
     unsigned int value;

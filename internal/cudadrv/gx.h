@@ -56,6 +56,13 @@ gx_result gx_launch(gx_ctx c, gx_function f, unsigned int gx, unsigned int gy, u
                     const unsigned int *off, int nargs);
 gx_result gx_wait_value32(gx_ctx c, gx_stream s, gx_devptr addr, unsigned int v, unsigned int cond);
 gx_result gx_write_value32(gx_ctx c, gx_stream s, gx_devptr addr, unsigned int v);
+gx_result gx_stream_capturing(gx_ctx c, gx_stream s, int *status);
+gx_result gx_stream_begin_capture(gx_ctx c, gx_stream s, int mode);
+gx_result gx_stream_end_capture(gx_ctx c, gx_stream s, uintptr_t *graph);
+gx_result gx_graph_instantiate(gx_ctx c, uintptr_t graph, uintptr_t *exec);
+gx_result gx_graph_launch(gx_ctx c, uintptr_t exec, gx_stream s);
+gx_result gx_graph_exec_destroy(gx_ctx c, uintptr_t exec);
+gx_result gx_graph_destroy(gx_ctx c, uintptr_t graph);
 gx_result gx_host_write32(gx_ctx c, gx_stream s, uintptr_t addr, unsigned int v);
 gx_result gx_init(void);
 gx_result gx_driver_version(int *v);

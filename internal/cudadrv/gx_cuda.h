@@ -25,6 +25,10 @@ typedef CUpointer_attribute gx_ptrattr;
 typedef CUjit_option gx_jitopt;
 typedef CUipcMemHandle gx_ipc_handle;
 typedef CUhostFn gx_hostfn;
+typedef CUstreamCaptureStatus gx_capstatus;
+typedef CUstreamCaptureMode gx_capmode;
+typedef CUgraph gx_graph;
+typedef CUgraphExec gx_graphexec;
 typedef CUdriverProcAddressQueryResult gx_procstatus;
 typedef nvrtcResult gx_nvrtc_result;
 typedef nvrtcProgram gx_nvrtc_prog;
@@ -42,6 +46,10 @@ typedef int gx_ptrattr;
 typedef int gx_jitopt;
 typedef struct { char reserved[64]; } gx_ipc_handle;
 typedef void (*gx_hostfn)(void *user);
+typedef int gx_capstatus;
+typedef int gx_capmode;
+typedef struct gx_graph_st *gx_graph;
+typedef struct gx_graphexec_st *gx_graphexec;
 typedef int gx_procstatus;
 typedef int gx_nvrtc_result;
 typedef struct gx_nvrtc_prog_st *gx_nvrtc_prog;
@@ -121,6 +129,12 @@ typedef struct gx_nvrtc_prog_st *gx_nvrtc_prog;
 #define GX_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1 92
 #define GX_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1 93
 #define GX_NVRTC_SUCCESS 0
+#define GX_STREAM_CAPTURE_STATUS_NONE 0
+#define GX_STREAM_CAPTURE_STATUS_ACTIVE 1
+#define GX_STREAM_CAPTURE_STATUS_INVALIDATED 2
+#define GX_STREAM_CAPTURE_MODE_GLOBAL 0
+#define GX_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+#define GX_STREAM_CAPTURE_MODE_RELAXED 2
 
 // GX_CUDA_FUNCS(X): X(required, field, dlsym name, fallback dlsym name, params).
 // The field name is the unversioned symbol cuGetProcAddress is asked for
@@ -184,7 +198,15 @@ typedef struct gx_nvrtc_prog_st *gx_nvrtc_prog;
       (gx_stream, gx_devptr, unsigned int, unsigned int))                                              \
     X(0, cuStreamWriteValue32, "cuStreamWriteValue32_v2", "cuStreamWriteValue32",                      \
       (gx_stream, gx_devptr, unsigned int, unsigned int))                                              \
-    X(0, cuLaunchHostFunc, "cuLaunchHostFunc", 0, (gx_stream, gx_hostfn, void *))
+    X(0, cuLaunchHostFunc, "cuLaunchHostFunc", 0, (gx_stream, gx_hostfn, void *))                     \
+    X(0, cuStreamIsCapturing, "cuStreamIsCapturing", 0, (gx_stream, gx_capstatus *))                  \
+    X(0, cuStreamBeginCapture, "cuStreamBeginCapture_v2", 0, (gx_stream, gx_capmode))                 \
+    X(0, cuStreamEndCapture, "cuStreamEndCapture", 0, (gx_stream, gx_graph *))                        \
+    X(0, cuGraphInstantiate, "cuGraphInstantiateWithFlags", 0,                                         \
+      (gx_graphexec *, gx_graph, unsigned long long))                                                  \
+    X(0, cuGraphLaunch, "cuGraphLaunch", 0, (gx_graphexec, gx_stream))                                 \
+    X(0, cuGraphExecDestroy, "cuGraphExecDestroy", 0, (gx_graphexec))                                  \
+    X(0, cuGraphDestroy, "cuGraphDestroy", 0, (gx_graph))
 
 #define GX_FIELD(req, name, sym, sym2, params) gx_result(*name) params;
 struct gx_cuda_table {

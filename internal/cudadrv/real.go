@@ -637,3 +637,60 @@ func (d *realDevice) StreamHostWrite32(s Stream, addr *uint32, value uint32) err
 	// caller keeps alive, which cgo's pointer rules cannot express.
 	return cuError("cuLaunchHostFunc", C.gx_host_write32(d.ctx, stream(s), C.uintptr_t(uintptr(unsafe.Pointer(addr))), C.uint(value)))
 }
+
+// CUDA graphs ---------------------------------------------------------------
+
+func (d *realDevice) StreamCaptureStatus(s Stream) (CaptureStatus, error) {
+	if err := d.ok("cuStreamIsCapturing"); err != nil {
+		return CaptureNone, err
+	}
+	var st C.int
+	err := cuError("cuStreamIsCapturing", C.gx_stream_capturing(d.ctx, stream(s), &st))
+	return CaptureStatus(st), err
+}
+
+func (d *realDevice) StreamBeginCapture(s Stream) error {
+	if err := d.ok("cuStreamBeginCapture"); err != nil {
+		return err
+	}
+	return cuError("cuStreamBeginCapture", C.gx_stream_begin_capture(d.ctx, stream(s), C.GX_STREAM_CAPTURE_MODE_RELAXED))
+}
+
+func (d *realDevice) StreamEndCapture(s Stream) (Graph, error) {
+	if err := d.ok("cuStreamEndCapture"); err != nil {
+		return 0, err
+	}
+	var g C.uintptr_t
+	err := cuError("cuStreamEndCapture", C.gx_stream_end_capture(d.ctx, stream(s), &g))
+	return Graph(g), err
+}
+
+func (d *realDevice) GraphInstantiate(g Graph) (GraphExec, error) {
+	if err := d.ok("cuGraphInstantiate"); err != nil {
+		return 0, err
+	}
+	var e C.uintptr_t
+	err := cuError("cuGraphInstantiate", C.gx_graph_instantiate(d.ctx, C.uintptr_t(g), &e))
+	return GraphExec(e), err
+}
+
+func (d *realDevice) GraphLaunch(e GraphExec, s Stream) error {
+	if err := d.ok("cuGraphLaunch"); err != nil {
+		return err
+	}
+	return cuError("cuGraphLaunch", C.gx_graph_launch(d.ctx, C.uintptr_t(e), stream(s)))
+}
+
+func (d *realDevice) GraphExecDestroy(e GraphExec) error {
+	if err := d.ok("cuGraphExecDestroy"); err != nil {
+		return err
+	}
+	return cuError("cuGraphExecDestroy", C.gx_graph_exec_destroy(d.ctx, C.uintptr_t(e)))
+}
+
+func (d *realDevice) GraphDestroy(g Graph) error {
+	if err := d.ok("cuGraphDestroy"); err != nil {
+		return err
+	}
+	return cuError("cuGraphDestroy", C.gx_graph_destroy(d.ctx, C.uintptr_t(g)))
+}

@@ -264,6 +264,9 @@ type stream struct {
 	err       error // first asynchronous error; reported by Synchronize and Query
 	destroyed bool
 	post      func() // set by an op, run by the stream goroutine after counting it done
+	// capture, while non-nil, records the work issued on the stream (a
+	// CUDA graph being captured) instead of running it.
+	capture *[]func() error
 }
 
 func (d *Driver) newStream(dev int) *stream {
@@ -306,6 +309,11 @@ func (s *stream) enqueue(op string, f func() error) error {
 		s.mu.Unlock()
 		return cudadrv.NewError(op, cudadrv.ErrorInvalidHandle, "stream destroyed")
 	}
+	if s.capture != nil {
+		*s.capture = append(*s.capture, f)
+		s.mu.Unlock()
+		return nil
+	}
 	s.enq++
 	s.mu.Unlock()
 	s.ops <- f // blocks while the queue is full, like the real driver
@@ -315,6 +323,9 @@ func (s *stream) enqueue(op string, f func() error) error {
 func (s *stream) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.capture != nil {
+		return errCapturing("cuStreamSynchronize")
+	}
 	for target := s.enq; s.settled < target; {
 		s.cond.Wait()
 	}
