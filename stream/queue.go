@@ -64,6 +64,10 @@ type Queue struct {
 	// prog is owned by the progress goroutine: started nonblocking
 	// operations it still polls.
 	prog []*entry
+	// graph holds the operations captured into CUDA graphs (graph.go);
+	// graphMu guards it and their progress state, and is taken before mu.
+	graphMu sync.Mutex
+	graph   []*graphOp
 	// st times blocking operations (GOMPIX_STREAM_STATS); progress
 	// goroutine only until Close.
 	st stats
@@ -188,6 +192,9 @@ func (q *Queue) Enqueue(op Op) error {
 		q.enqueuing--
 		q.mu.Unlock()
 	}()
+	if q.capturing() {
+		return q.enqueueCaptured(op)
+	}
 
 	q.issueMu.Lock()
 	defer q.issueMu.Unlock()
@@ -275,6 +282,8 @@ func reachedBy(reached, seq uint32) bool { return int32(reached-seq) >= 0 }
 // still pending. Progress goroutine only.
 func (q *Queue) progress() (progressed, pending bool) {
 	progressed = q.pollStarted()
+	gp, captured := q.progressGraph()
+	progressed = progressed || gp
 	reached, open := q.reachedFlag()
 	if !open {
 		return progressed, false
@@ -283,7 +292,7 @@ func (q *Queue) progress() (progressed, pending bool) {
 		progressed = true
 	}
 	q.mu.Lock()
-	pending = len(q.ops) > 0 || q.active > 0
+	pending = len(q.ops) > 0 || q.active > 0 || captured
 	q.mu.Unlock()
 	return progressed, pending
 }
@@ -435,24 +444,30 @@ func (q *Queue) finish(ent *entry, err error) {
 // released by) and frees the flags; the CUDA stream itself is the
 // caller's. Closing twice is an error.
 func (q *Queue) Close() error {
+	// graphMu, then mu: closed is set where progressGraph cannot be
+	// between its check and the flags it touches.
+	q.graphMu.Lock()
 	q.mu.Lock()
 	if q.closed.Load() {
 		q.mu.Unlock()
+		q.graphMu.Unlock()
 		return closedErr("stream free")
 	}
-	if n := len(q.ops) + q.active; n > 0 || q.enqueuing > 0 {
+	if n := len(q.ops) + q.active + q.graphInFlight() + q.graphLaunched(); n > 0 || q.enqueuing > 0 {
 		q.mu.Unlock()
+		q.graphMu.Unlock()
 		return &pt2pt.OpError{Op: "stream free", Class: pt2pt.ErrPending,
 			Err: fmt.Errorf("%d enqueued operations not complete; synchronize the stream first", max(n, 1))}
 	}
 	q.closed.Store(true)
 	q.space.Broadcast()
 	q.mu.Unlock()
+	q.graphMu.Unlock()
 	q.e.remove(q)
 	q.st.print(q)
 	serr := q.dev.StreamSynchronize(q.s)
 	ferr := q.dev.HostFree(q.host)
-	if err := errors.Join(serr, ferr); err != nil {
+	if err := errors.Join(serr, ferr, q.closeGraph()); err != nil {
 		return &pt2pt.OpError{Op: "stream free", Class: pt2pt.ErrOther, Err: err}
 	}
 	return nil

@@ -146,26 +146,11 @@ func (s *Stream) use(op string) error {
 		return streamErr(op, ErrOther, fmt.Errorf("nil stream"))
 	}
 	s.mu.Lock()
-	freed := s.freed
-	s.mu.Unlock()
-	if freed {
+	defer s.mu.Unlock()
+	if s.freed {
 		return streamErr(op, ErrOther, fmt.Errorf("stream used after Free"))
 	}
-	return s.notCapturing(op)
-}
-
-// notCapturing refuses a stream being captured into a CUDA graph: the
-// capture would record this operation's flag writes and waits with their
-// sequence numbers, and each replay of the graph would find them already
-// satisfied, skipping the communication. A driver that cannot tell
-// (no cuStreamIsCapturing) has no graphs to capture into.
-func (s *Stream) notCapturing(op string) error {
-	st, err := s.dev.StreamCaptureStatus(s.h)
-	if err != nil || st == cudadrv.CaptureNone {
-		return nil
-	}
-	return streamErr(op, ErrOther, fmt.Errorf("the stream is being captured into a CUDA graph; "+
-		"gompix cannot capture its operations yet: enqueue them outside the capture"))
+	return nil
 }
 
 // Synchronize waits until all work on the stream has completed, and

@@ -44,9 +44,12 @@ type StreamComm struct {
 	pending *atomic.Int64
 }
 
-// enqueue puts op on s, counted in c.pending until it completes.
+// enqueue puts op on s, counted in c.pending until it completes. An
+// operation captured into a CUDA graph completes once per launch of the
+// graph: it is not counted (the application launches the graph, and
+// synchronises it, before freeing the communicator).
 func (c *StreamComm) enqueue(s *Stream, op stream.Op) error {
-	if c.pending == nil {
+	if c.pending == nil || s.q.Capturing() {
 		return s.q.Enqueue(op)
 	}
 	c.pending.Add(1)
@@ -399,6 +402,11 @@ func (c *StreamComm) nonblocking(op string, buf Buffer, peer, tag int, recv bool
 	var st Status // written by the progress goroutine only, before Done
 	err = c.enqueue(s, stream.Op{
 		Start: func() (stream.Poll, error) {
+			// Each launch of a CUDA graph that captured the operation
+			// starts it anew: its wait must see this start's completion.
+			sr.mu.Lock()
+			sr.done = false
+			sr.mu.Unlock()
 			r, err := start()
 			if err != nil {
 				return nil, err
@@ -509,6 +517,12 @@ func (c *StreamComm) coll(op string, bufs []Buffer, start func(m call) (*Request
 		if err := s.checkBuf(op, b, true); err != nil {
 			return err
 		}
+	}
+	if s.q.Capturing() {
+		// Captured into a CUDA graph, the collective starts at each launch,
+		// through the engine: the stream path's flags carry per-call
+		// sequence numbers that a replay would reuse.
+		return c.enqueueReq(s, func() (*Request, error) { return start(call{}) })
 	}
 	if c.hostColls.Load() == 0 && allDevice(bufs) {
 		_, err := start(call{stream: uintptr(s.h)})

@@ -722,7 +722,7 @@ func TestStreamFake(t *testing.T) {
 			name string
 			n    int
 		}{{"stream_pipeline", 2}, {"stream_p2p", 2}, {"stream_coll", 2}, {"stream_coll", 3}, {"stream_coll_first", 2},
-			{"stream_coll_mixed", 2}, {"stream_coll_mixed", 3}} {
+			{"stream_coll_mixed", 2}, {"stream_coll_mixed", 3}, {"stream_graph", 2}, {"stream_graph", 3}} {
 			t.Run(fmt.Sprintf("%s/np%d/nomemops=%v", c.name, c.n, noMem), func(t *testing.T) {
 				runStreamFake(t, c.n, fake.Options{NoStreamMemOps: noMem}, scenarios[c.name])
 			})
@@ -741,7 +741,7 @@ func TestStreamBoundedFake(t *testing.T) {
 func TestStreamGPU(t *testing.T) {
 	needGPU(t)
 	for _, signal := range []string{"auto", "kernels"} {
-		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_coll_mixed", "stream_bounded", "stream_multiplex"} {
+		for _, name := range []string{"stream_pipeline", "stream_p2p", "stream_coll", "stream_coll_first", "stream_coll_mixed", "stream_bounded", "stream_multiplex", "stream_graph"} {
 			t.Run(name+"/"+signal, func(t *testing.T) {
 				old := extraEnv
 				extraEnv = []string{"GOMPIX_STREAM_SIGNAL=" + signal, "GOMPIX_STREAM_DEPTH=4"}
