@@ -429,9 +429,6 @@ func TestGraphCaptureReplay(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			if d.StreamSynchronize(s) == nil {
-				t.Error("synchronize of a capturing stream: no error")
-			}
 			g := must[cudadrv.Graph](t)(d.StreamEndCapture(s))
 			defer d.GraphDestroy(g)
 			if st := must[cudadrv.CaptureStatus](t)(d.StreamCaptureStatus(s)); st != cudadrv.CaptureNone {
@@ -456,6 +453,34 @@ func TestGraphCaptureReplay(t *testing.T) {
 				if v := atomic.LoadUint32(&f[1]); v != 7 {
 					t.Fatalf("launch %d: flag %d, want 7", round, v)
 				}
+			}
+		})
+	}
+}
+
+// TestGraphCaptureInvalidated: a synchronisation inside a capture fails
+// and invalidates it, so that ending the capture fails too.
+func TestGraphCaptureInvalidated(t *testing.T) {
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			d := open(t, tg.drv, 0)
+			s := must[cudadrv.Stream](t)(d.StreamCreate())
+			defer d.StreamDestroy(s)
+			if err := d.StreamBeginCapture(s); err != nil {
+				t.Fatal(err)
+			}
+			if d.StreamSynchronize(s) == nil {
+				t.Error("synchronize of a capturing stream: no error")
+			}
+			if st := must[cudadrv.CaptureStatus](t)(d.StreamCaptureStatus(s)); st != cudadrv.CaptureInvalidated {
+				t.Errorf("status after a synchronize in the capture: %d, want invalidated", st)
+			}
+			if g, err := d.StreamEndCapture(s); err == nil {
+				d.GraphDestroy(g)
+				t.Error("end of an invalidated capture: no error")
+			}
+			if st := must[cudadrv.CaptureStatus](t)(d.StreamCaptureStatus(s)); st != cudadrv.CaptureNone {
+				t.Errorf("status after the capture ended: %d", st)
 			}
 		})
 	}

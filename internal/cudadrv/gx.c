@@ -261,10 +261,10 @@ gx_result gx_stream_end_capture(gx_ctx c, gx_stream s, uintptr_t *graph) {
     return r;
 }
 gx_result gx_graph_instantiate(gx_ctx c, uintptr_t graph, uintptr_t *exec) {
-    if (!gx_cu.cuGraphInstantiate) return GX_ERR_MISSING_ENTRY;
+    if (!gx_cu.cuGraphInstantiateWithFlags) return GX_ERR_MISSING_ENTRY;
     GX_CTX(c);
     gx_graphexec e = 0;
-    gx_result r = gx_cu.cuGraphInstantiate(&e, (gx_graph)graph, 0);
+    gx_result r = gx_cu.cuGraphInstantiateWithFlags(&e, (gx_graph)graph, 0);
     *exec = (uintptr_t)e;
     return r;
 }

@@ -202,7 +202,7 @@ typedef struct gx_nvrtc_prog_st *gx_nvrtc_prog;
     X(0, cuStreamIsCapturing, "cuStreamIsCapturing", 0, (gx_stream, gx_capstatus *))                  \
     X(0, cuStreamBeginCapture, "cuStreamBeginCapture_v2", 0, (gx_stream, gx_capmode))                 \
     X(0, cuStreamEndCapture, "cuStreamEndCapture", 0, (gx_stream, gx_graph *))                        \
-    X(0, cuGraphInstantiate, "cuGraphInstantiateWithFlags", 0,                                         \
+    X(0, cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 0,                                \
       (gx_graphexec *, gx_graph, unsigned long long))                                                  \
     X(0, cuGraphLaunch, "cuGraphLaunch", 0, (gx_graphexec, gx_stream))                                 \
     X(0, cuGraphExecDestroy, "cuGraphExecDestroy", 0, (gx_graphexec))                                  \

@@ -267,6 +267,9 @@ type stream struct {
 	// capture, while non-nil, records the work issued on the stream (a
 	// CUDA graph being captured) instead of running it.
 	capture *[]func() error
+	// broken: a call not permitted in a capture was made; the real driver
+	// invalidates the capture then, and EndCapture fails.
+	broken bool
 }
 
 func (d *Driver) newStream(dev int) *stream {
@@ -324,6 +327,7 @@ func (s *stream) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.capture != nil {
+		s.broken = true
 		return errCapturing("cuStreamSynchronize")
 	}
 	for target := s.enq; s.settled < target; {

@@ -11,6 +11,9 @@ import (
 
 type graph struct{ ops []func() error }
 
+// resultCaptureInvalidated is CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+const resultCaptureInvalidated cudadrv.Result = 901
+
 // errCapturing is the real driver's refusal of a synchronising call on a
 // stream being captured (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
 func errCapturing(op string) error {
@@ -24,7 +27,10 @@ func (v *device) StreamCaptureStatus(s cudadrv.Stream) (cudadrv.CaptureStatus, e
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.capture != nil {
+	switch {
+	case st.capture != nil && st.broken:
+		return cudadrv.CaptureInvalidated, nil
+	case st.capture != nil:
 		return cudadrv.CaptureActive, nil
 	}
 	return cudadrv.CaptureNone, nil
@@ -61,11 +67,14 @@ func (v *device) StreamEndCapture(s cudadrv.Stream) (cudadrv.Graph, error) {
 		return 0, err
 	}
 	st.mu.Lock()
-	c := st.capture
-	st.capture = nil
+	c, broken := st.capture, st.broken
+	st.capture, st.broken = nil, false
 	st.mu.Unlock()
 	if c == nil {
 		return 0, cudadrv.NewError(op, cudadrv.ErrorInvalidValue, "stream not capturing")
+	}
+	if broken {
+		return 0, cudadrv.NewError(op, resultCaptureInvalidated, "capture invalidated by a call not permitted in it")
 	}
 	return cudadrv.Graph(v.d.newHandle(&graph{ops: *c})), nil
 }
