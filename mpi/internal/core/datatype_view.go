@@ -85,12 +85,13 @@ func (v *View) Datatype() *Datatype { return v.dt }
 // Len is the number of elements of the datatype.
 func (v *View) Len() int { return v.count }
 
-// Type is the basic type of the datatype's entries (Elem); untyped bytes
-// when it mixes several.
+// Type is the basic type of the datatype's entries (Elem); uint8 (Go's
+// byte) when it mixes several, so that a []byte of its packed data matches
+// it.
 func (v *View) Type() Type {
 	e, ok := v.dt.l.Elem()
 	if !ok {
-		return Type{dtype.Byte}
+		return Type{dtype.Uint8}
 	}
 	return Type{e}
 }
