@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/gompix/gompix/internal/dtype"
@@ -41,7 +42,8 @@ func typeErr(op string, err error) error {
 			class = c
 		}
 	}
-	return &Error{Op: op, Class: class, Err: err}
+	// The cause reads without the class, which the Error prints already.
+	return &Error{Op: op, Class: class, Err: errors.New(strings.ReplaceAll(err.Error(), class.Error()+": ", ""))}
 }
 
 func layouts(old ...*Datatype) []*dtype.Layout {
