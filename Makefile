@@ -20,6 +20,7 @@ build: deps
 demo: build
 	$(BIN)/gompirun --oversubscribe -n 4 $(BIN)/hello
 	$(BIN)/gompirun --oversubscribe -n 4 $(BIN)/ring -laps 100
+	$(BIN)/gompirun --oversubscribe -n 4 $(BIN)/datatypes
 
 vet:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt needed:"; gofmt -l .; exit 1)

@@ -553,6 +553,9 @@ func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) ibcast(m call, buf Buffer, root int) (*Request, error) {
+	if _, ok := buf.(*View); ok {
+		return c.bcastViews(m, buf, root)
+	}
 	if err := checkBuf("bcast", buf); err != nil {
 		return nil, err
 	}
@@ -628,6 +631,9 @@ func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
 }
 
 func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.reduceRootViews(m, send, recv, op, root)
+	}
 	if err := op.check("reduce"); err != nil {
 		return nil, err
 	}
@@ -655,6 +661,9 @@ func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
+	if anyView(send, recv) {
+		return c.reduceOpViews(m, "allreduce", send, recv, true, op, (*Comm).iallreduce)
+	}
 	if err := checkBuf("allreduce", recv); err != nil {
 		return nil, err
 	}
@@ -685,6 +694,9 @@ func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
+	if anyView(send, recv) {
+		return c.reduceOpViews(m, "scan", send, recv, true, op, (*Comm).iscan)
+	}
 	if err := op.check("scan"); err != nil {
 		return nil, err
 	}
@@ -710,6 +722,9 @@ func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
+	if anyView(send, recv) {
+		return c.reduceOpViews(m, "exscan", send, recv, true, op, (*Comm).iexscan)
+	}
 	if err := op.check("exscan"); err != nil {
 		return nil, err
 	}
@@ -735,6 +750,9 @@ func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
 }
 
 func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, error) {
+	if anyView(send, recv) {
+		return c.reduceOpViews(m, "reduce_scatter_block", send, recv, true, op, (*Comm).ireduceScatterBlock)
+	}
 	if err := checkBuf("reduce_scatter_block", recv); err != nil {
 		return nil, err
 	}
@@ -775,6 +793,9 @@ func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request,
 }
 
 func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*Request, error) {
+	if anyView(send, recv) {
+		return c.reduceScatterViews(m, send, recv, counts, op)
+	}
 	if err := op.check("reduce_scatter"); err != nil {
 		return nil, err
 	}
@@ -803,6 +824,9 @@ func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
 }
 
 func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
+	if anyView(send, recv) {
+		return c.pairRootViews(m, "allgather", send, recv, true, c.iallgather)
+	}
 	if err := checkBuf("allgather", recv); err != nil {
 		return nil, err
 	}
@@ -831,6 +855,9 @@ func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, e
 }
 
 func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.allgathervViews(m, send, recv, counts, displs)
+	}
 	if err := checkBuf("allgatherv", recv); err != nil {
 		return nil, err
 	}
@@ -858,6 +885,10 @@ func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.pairRootViews(m, "gather", send, recv, c.Rank() == root,
+			func(m call, s, r Buffer) (*Request, error) { return c.igather(m, s, r, root) })
+	}
 	sb, rb, n, t, ord, err := c.gatherArgs("gather", send, recv, c.Rank() == root)
 	if err != nil {
 		return nil, err
@@ -880,6 +911,9 @@ func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Req
 }
 
 func (c *Comm) igatherv(m call, send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.gathervViews(m, send, recv, counts, displs, root)
+	}
 	sb, rb, n, t, ord, err := pairArgs("gatherv", send, recv, 1, c.Rank() == root, false)
 	if err != nil {
 		return nil, err
@@ -943,6 +977,10 @@ func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
 }
 
 func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.pairRootViews(m, "scatter", send, recv, true,
+			func(m call, s, r Buffer) (*Request, error) { return c.iscatter(m, s, r, root) })
+	}
 	isRoot := c.Rank() == root
 	sb, rb, t, ord, err := scatterArgs("scatter", send, recv, isRoot)
 	if err != nil {
@@ -976,6 +1014,9 @@ func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root in
 }
 
 func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.scattervViews(m, send, counts, displs, recv, root)
+	}
 	sb, rb, t, ord, err := scatterArgs("scatterv", send, recv, c.Rank() == root)
 	if err != nil {
 		return nil, err
@@ -1002,6 +1043,9 @@ func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
 }
 
 func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
+	if anyView(send, recv) {
+		return c.pairRootViews(m, "alltoall", send, recv, true, c.ialltoall)
+	}
 	if err := checkBuf("alltoall", recv); err != nil {
 		return nil, err
 	}
@@ -1034,6 +1078,9 @@ func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer
 }
 
 func (c *Comm) ialltoallv(m call, send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
+	if anyView(send, recv) {
+		return c.alltoallvViews(m, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
+	}
 	if err := checkBuf("alltoallv", recv); err != nil {
 		return nil, err
 	}

@@ -136,6 +136,8 @@ type Request struct {
 	sched collRequest
 	// life is the communicator's (nil for a request of none).
 	life *lifetime
+	// view is set for a receive into a View, unpacked on completion.
+	view *viewRecv
 }
 
 // ended reports the error of a request waited for or tested after Finalize
@@ -153,6 +155,9 @@ func (r *Request) complete(st pt2pt.Status, err error) (Status, error) {
 	r.pinner = nil
 	r.status = toStatus(st, r.elemSize)
 	r.err = face(err)
+	if r.view != nil {
+		r.view.finish(&r.status, err)
+	}
 	return r.status, r.err
 }
 
@@ -376,6 +381,7 @@ func (c *Comm) isend(op string, b Buffer, dest, tag int, sync bool) (*Request, e
 	if err := c.check(op); err != nil {
 		return nil, err
 	}
+	b = sendBuf(b)
 	if err := checkBuf(op, b); err != nil {
 		return nil, err
 	}
@@ -399,6 +405,9 @@ func (c *Comm) isend(op string, b Buffer, dest, tag int, sync bool) (*Request, e
 }
 
 func (c *Comm) irecv(op string, b Buffer, src, tag int) (*Request, error) {
+	if v, ok := b.(*View); ok {
+		return c.irecvView(op, v, src, tag)
+	}
 	return c.post(op, b, pt2pt.Msg{Peer: src, Tag: tag, Flags: pt2pt.Receive})
 }
 
@@ -410,6 +419,7 @@ func (c *Comm) Send(buf Buffer, dest, tag int) error {
 	if err := checkBuf("send", buf); err != nil {
 		return err
 	}
+	buf = sendBuf(buf)
 	// A short message goes out inside one transport call that keeps no
 	// reference to the buffer, so it needs no pin (pinning costs more than
 	// such a message's whole send).
@@ -453,6 +463,9 @@ func (c *Comm) RecvInto(s *Status, buf Buffer, src, tag int) error {
 	if err := checkBuf("recv", buf); err != nil {
 		*s = Status{}
 		return err
+	}
+	if v, ok := buf.(*View); ok {
+		return c.recvView(s, v, src, tag)
 	}
 	// A message that is there or comes within a short poll is received in
 	// one transport call that leaves nothing posted, so the buffer needs no
@@ -501,6 +514,10 @@ func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, 
 	}
 	if err := checkBuf("sendrecv", recvbuf); err != nil {
 		return Status{}, err
+	}
+	sendbuf = sendBuf(sendbuf)
+	if v, ok := recvbuf.(*View); ok {
+		return c.sendrecvView(sendbuf, dest, sendtag, v, src, recvtag)
 	}
 	sm, rm := sendbuf.mem(), recvbuf.mem()
 	if overlap(sm.Ptr, sm.Len, rm.Ptr, rm.Len) {
