@@ -114,7 +114,8 @@ func (mv *Mover) sameNode(r int) bool { return mv.cfg.SameNode == nil || mv.cfg.
 // Route runs Select for a send to dest and logs new choices when asked.
 func (mv *Mover) Route(dest int, m pt2pt.Mem) (rndv.Route, string) {
 	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: mv.sameNode(dest),
-		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold, UCXFrom: mv.cfg.UCXFrom})
+		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold, UCXFrom: mv.cfg.UCXFrom,
+		Managed: m.Managed})
 	if mv.cfg.DebugPath {
 		if _, dup := mv.seen.LoadOrStore([2]int{dest, int(p)}, true); !dup {
 			fmt.Fprintf(mv.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", mv.rank, dest, p, why)
