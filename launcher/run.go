@@ -246,7 +246,7 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 type launch struct {
 	base, xenv          []string // the launcher's environment; -x variables
 	addr, secret, jobID string
-	ngpus               int // GPUs a rank may be bound to (--gpu-bind local)
+	ngpus               int           // GPUs a rank may be bound to (--gpu-bind local)
 	binds               []rankBinding // by local rank, when the launcher places ranks (placement.go)
 	stdin               io.Reader
 	wd                  *watchdog
