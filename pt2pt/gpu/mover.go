@@ -206,7 +206,7 @@ func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
 		// The driver does not know the address (freed, or never its own).
 		return info, bufferError("%#x is not device memory of this process: %v", p, err)
 	}
-	if info.Type != cudadrv.MemoryDevice {
+	if info.Type != cudadrv.MemoryDevice && !info.Managed {
 		return info, bufferError("%#x is not device memory of this process (%v)", p, info.Type)
 	}
 	if info.Size > 0 && (p < info.Base || int(p-info.Base) > info.Size-m.Len) {

@@ -75,7 +75,9 @@ func WrapDevice[T Elem](ptr uintptr, n int) (*DeviceBuffer[T], error) {
 // checkWrapped refuses what WrapDevice cannot use: memory other than
 // device memory, and a range that leaves its allocation.
 func checkWrapped(info cudadrv.PointerInfo, ptr uintptr, bytes int) error {
-	if info.Type != cudadrv.MemoryDevice {
+	// Managed memory counts as device memory whatever type the driver
+	// gives it (device, or unified on some drivers).
+	if info.Type != cudadrv.MemoryDevice && !info.Managed {
 		hint := ""
 		if info.Type == cudadrv.MemoryHost || info.Type == cudadrv.MemoryUnregistered {
 			hint = "; host memory is a host buffer (RegisterHost page-locks it)"
