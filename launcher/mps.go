@@ -41,11 +41,7 @@ func startMPS(environ []string) (*mpsDaemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--mps: %s not found in PATH (it ships with the NVIDIA driver; install it, or run without --mps): %w", mpsControl, err)
 	}
-	pipe := defaultMPSPipe
-	if v, ok := envLookupList(environ, envMPSPipe); ok && v != "" {
-		pipe = v
-	}
-	if _, err := os.Stat(filepath.Join(pipe, "control")); err == nil {
+	if mpsRunning(environ) {
 		return &mpsDaemon{bin: bin}, nil // running: the ranks inherit its directory
 	}
 	dir, err := os.MkdirTemp("", "gompix-mps-")
@@ -70,7 +66,7 @@ func startMPS(environ []string) (*mpsDaemon, error) {
 	// its control pipe exists, or CUDA runs them without MPS.
 	control := filepath.Join(dir, "pipe", "control")
 	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(control); err == nil {
+		if mpsControlAt(filepath.Dir(control)) {
 			return m, nil
 		}
 		if time.Since(start) > mpsReady {
@@ -94,6 +90,23 @@ func (m *mpsDaemon) stop(sink *outputSink) {
 		sink.message(fmt.Sprintf("stopping the MPS control daemon: %v: %s", err, strings.TrimSpace(string(out))))
 	}
 	os.RemoveAll(m.dir)
+}
+
+// mpsControlAt reports whether a daemon's control endpoint is in pipe: a
+// UNIX socket in recent drivers, a named pipe in older ones (what the CUDA
+// driver and the ranks look for too).
+func mpsControlAt(pipe string) bool {
+	fi, err := os.Stat(filepath.Join(pipe, "control"))
+	return err == nil && fi.Mode()&(os.ModeSocket|os.ModeNamedPipe) != 0
+}
+
+// mpsRunning reports whether a daemon serves environ's pipe directory.
+func mpsRunning(environ []string) bool {
+	pipe := defaultMPSPipe
+	if v, ok := envLookupList(environ, envMPSPipe); ok && v != "" {
+		pipe = v
+	}
+	return mpsControlAt(pipe)
 }
 
 // envLookupList finds name in a NAME=VALUE list (the last one wins, as

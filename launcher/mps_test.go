@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ func fakeMPS(t *testing.T) string {
 	script := `#!/bin/sh
 if [ "$1" = "-d" ]; then
 	echo "start $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY" >> ` + log + `
-	: > "$CUDA_MPS_PIPE_DIRECTORY/control"
+	mkfifo "$CUDA_MPS_PIPE_DIRECTORY/control"
 	exit 0
 fi
 read cmd
@@ -65,7 +66,7 @@ func TestMPSStartStop(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(pipe)); !os.IsNotExist(err) {
 		t.Errorf("the job's MPS directory survives the job: %v", err)
 	}
-	if !strings.Contains(errOut.String(), "under the job's MPS daemon") {
+	if !strings.Contains(errOut.String(), "under an MPS daemon") {
 		t.Errorf("shared-GPU message %q does not mention MPS", errOut)
 	}
 }
@@ -75,7 +76,7 @@ func TestMPSStartStop(t *testing.T) {
 func TestMPSRunning(t *testing.T) {
 	log := fakeMPS(t)
 	pipe := t.TempDir()
-	if err := os.WriteFile(filepath.Join(pipe, "control"), nil, 0o600); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(pipe, "control"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(envMPSPipe, pipe)

@@ -194,7 +194,7 @@ func sharedGPUs(binds []rankBinding, mps bool) string {
 	msg := fmt.Sprintf("%d ranks share %d GPU(s) on this host (up to %d per GPU): without MPS, each GPU time-slices between them and every device message pays for it",
 		len(binds), len(use), most)
 	if mps {
-		return strings.Replace(msg, ": without MPS,", " under the job's MPS daemon; without it", 1)
+		return strings.Replace(msg, ": without MPS,", " under an MPS daemon; without it", 1)
 	}
 	return msg + "; --mps runs them under an MPS daemon"
 }
@@ -295,7 +295,7 @@ func (j *job) placeLocal(l *launch) error {
 		}
 		defer func() { l.binds = nil }()
 	}
-	if msg := sharedGPUs(l.binds, j.cfg.MPS); msg != "" {
+	if msg := sharedGPUs(l.binds, j.cfg.MPS || mpsRunning(os.Environ())); msg != "" {
 		j.sink.message(msg)
 	}
 	if j.cfg.ReportBindings {

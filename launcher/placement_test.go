@@ -205,6 +205,7 @@ func TestRunBindsAndReports(t *testing.T) {
 // TestRunWarnsSharedGPU: ranks sharing a GPU are told about once, also
 // without a placement flag.
 func TestRunWarnsSharedGPU(t *testing.T) {
+	t.Setenv(envMPSPipe, t.TempDir()) // no daemon, even on a machine running one
 	cfg, _, errOut := shJob(3, "true")
 	cfg.GPUCount = func() int { return 2 }
 	if code, err, _ := run(t, cfg); code != 0 || err != nil {
