@@ -191,7 +191,7 @@ func sharedGPUs(binds []rankBinding, mps bool) string {
 	if most < 2 {
 		return ""
 	}
-	msg := fmt.Sprintf("%d ranks share %d GPU(s) on this host (up to %d per GPU): without MPS, each GPU time-slices between them and every device message pays for it",
+	msg := fmt.Sprintf("%d ranks share %d GPU(s) of one host (up to %d per GPU): without MPS, each GPU time-slices between them and every device message pays for it",
 		len(binds), len(use), most)
 	if mps {
 		return strings.Replace(msg, ": without MPS,", " under an MPS daemon; without it", 1)
@@ -199,8 +199,9 @@ func sharedGPUs(binds []rankBinding, mps bool) string {
 	return msg + "; --mps runs them under an MPS daemon"
 }
 
-// bindingLine is rank's --report-bindings line.
-func bindingLine(rank int, host string, b *rankBinding) string {
+// bindingLine is rank's --report-bindings line (the launcher puts the
+// host in front).
+func bindingLine(rank int, b *rankBinding) string {
 	cpus := "unbound"
 	if b.CPUs != nil {
 		cpus = formatCPUList(b.CPUs)
@@ -213,7 +214,7 @@ func bindingLine(rank int, host string, b *rankBinding) string {
 	if nic == "" {
 		nic = "none"
 	}
-	return fmt.Sprintf("[%s] rank %d: cpus %s numa %d gpu %s nic %s", host, rank, cpus, b.NUMA, gpu, nic)
+	return fmt.Sprintf("rank %d: cpus %s numa %d gpu %s nic %s", rank, cpus, b.NUMA, gpu, nic)
 }
 
 // startBound runs start (a fork and exec) with the calling thread's CPU
@@ -301,7 +302,7 @@ func (j *job) placeLocal(l *launch) error {
 	if j.cfg.ReportBindings {
 		for rank, pl := range j.places {
 			if pl.local {
-				j.sink.message(bindingLine(rank, pl.host, &l.binds[pl.localRank]))
+				j.sink.message(pl.host + ": " + bindingLine(rank, &l.binds[pl.localRank]))
 			}
 		}
 	}

@@ -196,7 +196,7 @@ func TestRunBindsAndReports(t *testing.T) {
 	if got := sorted(out.lines()); !reflect.DeepEqual(got, want) {
 		t.Errorf("ranks said %q, want %q", got, want)
 	}
-	report := fmt.Sprintf("gompirun: [localhost] rank 0: cpus %d numa 1 gpu 0 (0000:0d:00.0) nic mlx5_1", b)
+	report := fmt.Sprintf("gompirun: localhost: rank 0: cpus %d numa 1 gpu 0 (0000:0d:00.0) nic mlx5_1", b)
 	if !strings.Contains(errOut.String(), report) {
 		t.Errorf("stderr %q lacks %q", errOut, report)
 	}
@@ -213,5 +213,40 @@ func TestRunWarnsSharedGPU(t *testing.T) {
 	}
 	if n := strings.Count(errOut.String(), "share"); n != 1 {
 		t.Errorf("%d warnings in %q, want 1", n, errOut)
+	}
+}
+
+// TestRemoteAgentsPlace: each host's agent places its own ranks from its
+// topology as the launcher does, and reports them through the launcher.
+func TestRemoteAgentsPlace(t *testing.T) {
+	allowed, err := cpubind.Allowed()
+	if err != nil || len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs to bind to (allowed %v, %v)", allowed, err)
+	}
+	a, b := allowed[0], allowed[1]
+	tree := sysTree{nodes: map[int]string{0: fmt.Sprint(a), 1: fmt.Sprint(b)}, core: map[int]int{a: 0, b: 100},
+		gpus: map[string]int{"0000:0d:00.0": 1, "0000:8a:00.0": 0}, net: map[string]int{"eth0": 1}}
+	cfg, out, errOut, _ := remoteJob(t, `echo "$GOMPIX_RANK gpu=$GOMPIX_GPU nic=$GOMPIX_NIC cpus=$(grep Cpus_allowed_list /proc/self/status | cut -f2)"`)
+	cfg.MapBy, cfg.BindTo, cfg.ReportBindings, cfg.SysRoot = MapByGPU, BindToCore, true, tree.write(t)
+	cfg.Env = []string{"GOMPIX_TEST_GPUS=2", "GOMPIX_TEST_GPU_BUS=0000:0d:00.0,0000:8a:00.0"}
+	if code, err, _ := run(t, cfg); code != 0 || err != nil {
+		t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
+	}
+	var want []string
+	for r := range 4 {
+		cpu, gpu := b, 0
+		if r%2 == 1 {
+			cpu, gpu = a, 1
+		}
+		want = append(want, fmt.Sprintf("%d gpu=%d nic=eth0 cpus=%d", r, gpu, cpu))
+	}
+	if got := sorted(out.lines()); !reflect.DeepEqual(got, want) {
+		t.Errorf("ranks said %q, want %q", got, want)
+	}
+	if line := fmt.Sprintf("gompirun: nodeB: rank 3: cpus %d numa 0 gpu 1 (0000:8a:00.0) nic eth0", a); !strings.Contains(errOut.String(), line) {
+		t.Errorf("stderr %q lacks %q", errOut, line)
+	}
+	if strings.Contains(errOut.String(), "share") {
+		t.Errorf("one rank per GPU, yet a shared-GPU warning: %q", errOut)
 	}
 }

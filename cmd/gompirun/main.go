@@ -76,6 +76,9 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return launcher.AgentMain(stdin, stdout, stderr, func(env []string) int {
 			v, set := envLookup(env, gputopo.EnvVisibleDevices)
 			return len(gputopo.Visible(v, set))
+		}, func(env []string) []string {
+			v, set := envLookup(env, gputopo.EnvVisibleDevices)
+			return gputopo.VisibleBusIDs(v, set)
 		})
 	}
 	code := 0
