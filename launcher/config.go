@@ -43,7 +43,8 @@ type Config struct {
 	// is an error.
 	Hosts []HostSlots
 	// MapBy is MapBySlot (the default when empty: fill each host's slots
-	// in turn) or MapByNode (one rank per host in turn).
+	// in turn), MapByNode (one rank per host in turn), or MapByNUMA or
+	// MapByGPU (slots in turn, then spread over NUMA nodes or GPUs).
 	MapBy string
 	// PerNode, when positive, runs that many ranks on every host (mpirun's
 	// -N / --npernode), within the hosts' slots unless Oversubscribe.

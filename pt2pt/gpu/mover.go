@@ -352,6 +352,9 @@ func (mv *Mover) Export(m pt2pt.Mem) (rndv.Region, error) {
 	if err != nil {
 		return rndv.Region{}, err
 	}
+	if info.Managed {
+		return rndv.Region{}, bufferError("%#x is managed memory, which CUDA IPC cannot export", devPtr(m.Ptr))
+	}
 	h, err := cudadrv.ExportIPC(ds.dev, info.Base, info.BufferID)
 	if err != nil {
 		return rndv.Region{}, fmt.Errorf("exporting device buffer %#x: %w", info.Base, err)
