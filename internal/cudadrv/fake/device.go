@@ -603,7 +603,18 @@ func (v *device) IpcOpenMemHandle(h cudadrv.IpcMemHandle) (cudadrv.DevicePtr, er
 	if src == nil || uint64(src.base) != binary.LittleEndian.Uint64(h[24:]) {
 		return 0, cudadrv.NewError(op, cudadrv.ErrorInvalidValue, "the exported allocation was freed")
 	}
-	a := &alloc{size: src.size, mem: src.mem, dev: src.dev, typ: cudadrv.MemoryDevice, ipc: true}
+	for _, m := range d.dev {
+		// The real driver maps whole blocks: while a mapping of a freed
+		// allocation is open, a new one at an overlapping address cannot
+		// be mapped in the same context.
+		if m.ipc && m.opener == v.ord && m.srcID != src.id &&
+			m.srcBase < src.base+uintptr(src.size) && src.base < m.srcBase+uintptr(m.size) {
+			return 0, cudadrv.NewError(op, cudadrv.ErrorAlreadyMapped,
+				fmt.Sprintf("a mapping of freed allocation %d at %#x is still open", m.srcID, m.srcBase))
+		}
+	}
+	a := &alloc{size: src.size, mem: src.mem, dev: src.dev, typ: cudadrv.MemoryDevice, ipc: true,
+		srcBase: src.base, srcID: src.id, opener: v.ord}
 	d.insert(a)
 	return cudadrv.DevicePtr(a.base), nil
 }

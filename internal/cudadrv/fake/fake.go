@@ -92,6 +92,11 @@ type alloc struct {
 	owned   bool // HostAlloc (vs HostRegister)
 	ipc     bool // an IpcOpenMemHandle mapping
 	managed bool // MemAllocManaged: any device's kernels may access it
+	// An IpcOpenMemHandle mapping's source allocation and the device it
+	// was opened on.
+	srcBase uintptr
+	srcID   uint64
+	opener  int
 	counted bool // counts against the device's TotalMem
 }
 

@@ -408,3 +408,82 @@ func TestRegisterHost(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// scenarioCollReuse: rank 0 reduces from a foreign allocation that it
+// frees and reallocates at the same address each round, so that the
+// IPC-direct engine's peers must drop their mapping of the freed one.
+func scenarioCollReuse(n int) scenario {
+	return func(w *Comm) error {
+		if w.Size() != 2 {
+			return nil
+		}
+		dev, err := gpuDevice(w.Rank())
+		if err != nil {
+			return err
+		}
+		var keep, first cudadrv.DevicePtr
+		for round := range 3 {
+			p := keep
+			if p == 0 {
+				if p, err = dev.MemAlloc(4 * n); err != nil {
+					return err
+				}
+			}
+			if first == 0 {
+				first = p
+			} else if p != first {
+				return fmt.Errorf("round %d: the driver gave %#x, not the freed %#x", round, p, first)
+			}
+			b, err := WrapDevice[float32](uintptr(p), n)
+			if err != nil {
+				return err
+			}
+			if err := b.CopyFromHost(fillPat(n, 70+round+w.Rank())); err != nil {
+				return err
+			}
+			if err := w.Allreduce(InPlace, b, Sum); err != nil {
+				return fmt.Errorf("round %d: %w", round, err)
+			}
+			got := make([]float32, n)
+			if err := b.CopyToHost(got); err != nil {
+				return err
+			}
+			for i, v := range got {
+				if want := pat(70+round, i) + pat(71+round, i); v != want {
+					return fmt.Errorf("round %d: element %d = %v, want %v", round, i, v, want)
+				}
+			}
+			if err := errors2(b.Free(), w.Barrier()); err != nil {
+				return err
+			}
+			if w.Rank() == 0 {
+				err = dev.MemFree(p) // freed and, next round, reallocated at p
+			} else {
+				keep = p
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if w.Rank() == 1 {
+			return dev.MemFree(keep)
+		}
+		return nil
+	}
+}
+
+// TestCollectiveForeignReuseFake: the IPC-direct collectives map a peer's
+// reallocated buffer afresh, on a fake driver that reuses addresses and,
+// like the real one, refuses to map a new allocation over a mapping of a
+// freed one still open.
+func TestCollectiveForeignReuseFake(t *testing.T) {
+	useFake(t, fake.Options{Devices: 2, Kernels: kernels.HostKernel, ReuseAddresses: true}, wireup.NoGPU)
+	directOnSharedGPUs = true
+	defer func() { directOnSharedGPUs = false }()
+	before := ReadCounters().DirectMapped
+	// Beyond the 1 MiB staging slot: the peers map the user's buffers.
+	runInProcGPU(t, 2, gpupath.ModeAuto, scenarioCollReuse(1<<18+1))
+	if ReadCounters().DirectMapped == before {
+		t.Error("no collective ran in the engine's mapped mode")
+	}
+}
