@@ -330,10 +330,18 @@ func (j *job) bindEnv(l *launch, pl placement, je *wireup.JobEnv) []string {
 	if b.NIC != "" {
 		env = append(env, EnvNIC+"="+b.NIC)
 	}
-	if _, set := os.LookupEnv("GOMPIX_BIND"); j.cfg.BindTo == BindToNone && !set {
+	if j.cfg.BindTo == BindToNone && !userSet("GOMPIX_BIND", l.xenv) {
 		env = append(env, "GOMPIX_BIND=none")
 	}
 	return env
+}
+
+// userSet reports whether name is set in the launcher's environment or
+// among the variables given to the ranks (-x).
+func userSet(name string, xenv []string) bool {
+	_, set := os.LookupEnv(name)
+	_, inX := envLookupList(xenv, name)
+	return set || inX
 }
 
 // EnvNIC names the network device nearest the rank's GPU (or NUMA node)

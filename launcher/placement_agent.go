@@ -84,7 +84,7 @@ func (a *agent) bindEnv(r agentRank) []string {
 	if b.NIC != "" {
 		env = append(env, EnvNIC+"="+b.NIC)
 	}
-	if _, set := os.LookupEnv("GOMPIX_BIND"); a.job.Place.BindTo == BindToNone && !set {
+	if a.job.Place.BindTo == BindToNone && !userSet("GOMPIX_BIND", r.Env) {
 		env = append(env, "GOMPIX_BIND=none")
 	}
 	return env

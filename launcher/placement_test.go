@@ -250,3 +250,21 @@ func TestRemoteAgentsPlace(t *testing.T) {
 		t.Errorf("one rank per GPU, yet a shared-GPU warning: %q", errOut)
 	}
 }
+
+// TestBindToNoneEnv: --bind-to none tells the ranks not to bind
+// themselves, unless the user said otherwise with -x.
+func TestBindToNoneEnv(t *testing.T) {
+	for _, c := range []struct {
+		x    []string
+		want string
+	}{{nil, "none"}, {[]string{"GOMPIX_BIND=auto"}, "auto"}} {
+		cfg, out, errOut := shJob(1, `echo "$GOMPIX_BIND"`)
+		cfg.BindTo, cfg.Env = BindToNone, c.x
+		if code, err, _ := run(t, cfg); code != 0 || err != nil {
+			t.Fatalf("Run = %d, %v; stderr %q", code, err, errOut)
+		}
+		if got := out.lines(); len(got) != 1 || got[0] != c.want {
+			t.Errorf("-x %v: rank saw GOMPIX_BIND %q, want %s", c.x, got, c.want)
+		}
+	}
+}
