@@ -207,8 +207,11 @@ func bindingLine(rank int, b *rankBinding) string {
 		cpus = formatCPUList(b.CPUs)
 	}
 	gpu := "none"
-	if b.GPU != wireup.NoGPU {
+	switch {
+	case b.GPU != wireup.NoGPU && b.Bus != "":
 		gpu = fmt.Sprintf("%d (%s)", b.GPU, b.Bus)
+	case b.GPU != wireup.NoGPU:
+		gpu = fmt.Sprint(b.GPU)
 	}
 	nic := b.NIC
 	if nic == "" {
