@@ -77,6 +77,7 @@ type agentJob struct {
 	GPUBind bool          `json:"gpu_bind"`
 	Stdin   bool          `json:"stdin"` // rank 0 is here and reads the launcher's stdin ("stdin" lines)
 	Ranks   []agentRank   `json:"ranks"`
+	Place   *agentPlace   `json:"place,omitempty"` // the launcher places ranks (placement.go)
 }
 
 // agentRank is one rank of the agent's host.

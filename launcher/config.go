@@ -43,7 +43,8 @@ type Config struct {
 	// is an error.
 	Hosts []HostSlots
 	// MapBy is MapBySlot (the default when empty: fill each host's slots
-	// in turn) or MapByNode (one rank per host in turn).
+	// in turn), MapByNode (one rank per host in turn), or MapByNUMA or
+	// MapByGPU (slots in turn, then spread over NUMA nodes or GPUs).
 	MapBy string
 	// PerNode, when positive, runs that many ranks on every host (mpirun's
 	// -N / --npernode), within the hosts' slots unless Oversubscribe.
@@ -95,6 +96,24 @@ type Config struct {
 	// a caller that wants a rank per CPU, as gompirun does, checks that
 	// itself.)
 	Oversubscribe bool
+	// BindTo is the CPU binding of ranks on this host (BindToCore,
+	// BindToNUMA, BindToNone); empty leaves it to the ranks (each binds
+	// its main thread to a core of its own). MapBy MapByNUMA or MapByGPU,
+	// BindTo or ReportBindings make the launcher choose each local rank's
+	// GPU, CPUs and NIC together from the host's topology (placement.go).
+	BindTo string
+	// ReportBindings prints one line per local rank on Stderr: its CPUs,
+	// NUMA node, GPU and NIC.
+	ReportBindings bool
+	// MPS runs the job's ranks under an MPS control daemon (mps.go):
+	// one already running, else one started for the job and stopped after.
+	MPS bool
+	// GPUBusIDs lists the PCI bus ids of the GPUs a rank sees, in CUDA
+	// ordinal order (gompirun plugs in NVML); nil: GPUs of unknown place.
+	GPUBusIDs func() []string
+	// SysRoot is where the topology is read ("/sys" when empty; a tree of
+	// the same shape in tests).
+	SysRoot string
 	// Signals, when not nil, carries signals to forward to every running
 	// rank as they arrive, without ending the job (gompirun forwards SIGUSR1
 	// and SIGUSR2 this way: batch systems send them before pre-emption). A
@@ -142,9 +161,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	switch cfg.MapBy {
 	case "":
 		cfg.MapBy = MapBySlot
-	case MapBySlot, MapByNode:
+	case MapBySlot, MapByNode, MapByNUMA, MapByGPU:
 	default:
-		errs = append(errs, fmt.Errorf("unknown mapping %q (want %s or %s)", cfg.MapBy, MapBySlot, MapByNode))
+		errs = append(errs, fmt.Errorf("unknown mapping %q (want %s, %s, %s or %s)", cfg.MapBy, MapBySlot, MapByNode, MapByNUMA, MapByGPU))
+	}
+	switch cfg.BindTo {
+	case "", BindToCore, BindToNUMA, BindToNone:
+	default:
+		errs = append(errs, fmt.Errorf("unknown CPU binding %q (want %s, %s or %s)", cfg.BindTo, BindToCore, BindToNUMA, BindToNone))
 	}
 	if cfg.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("negative timeout %v", cfg.Timeout))

@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 				}
 			}
 			return 0
+		}, func(env []string) []string {
+			for _, kv := range env {
+				if v, ok := strings.CutPrefix(kv, "GOMPIX_TEST_GPU_BUS="); ok {
+					return strings.Split(v, ",")
+				}
+			}
+			return nil
 		}))
 	}
 	if mode := os.Getenv(helperEnv); mode != "" {

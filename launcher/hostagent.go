@@ -31,7 +31,10 @@ import (
 // exits. gpuCount reports the GPUs a rank with environment env can use on
 // this host, for GPU binding (nil: none). It returns the agent's exit
 // status.
-func AgentMain(stdin io.Reader, stdout, stderr io.Writer, gpuCount func(env []string) int) int {
+//
+// gpuBus lists the PCI bus ids of those GPUs in CUDA ordinal order (nil:
+// unknown), for placing ranks near them when the launcher asks.
+func AgentMain(stdin io.Reader, stdout, stderr io.Writer, gpuCount func(env []string) int, gpuBus func(env []string) []string) int {
 	in := bufio.NewReader(stdin)
 	line, err := in.ReadBytes('\n')
 	var job agentJob
@@ -63,6 +66,9 @@ func AgentMain(stdin io.Reader, stdout, stderr io.Writer, gpuCount func(env []st
 	if !job.GPUBind {
 		gpuCount = nil
 	}
+	if err := a.place(gpuCount, gpuBus, stderr); err != nil {
+		fmt.Fprintf(stderr, "placing the ranks: %v\n", err)
+	}
 	for _, r := range job.Ranks {
 		a.start(r, gpuCount)
 	}
@@ -78,6 +84,7 @@ type agent struct {
 	procs   []*agentProc
 	readers sync.WaitGroup // output copiers
 	stdin   *stdinFeed     // rank 0's stdin, when it is here and reads it
+	binds   []rankBinding  // by local rank, when the launcher asks (placement_agent.go)
 }
 
 // stdinFeed passes the launcher's "stdin" chunks to rank 0 on its own
@@ -114,7 +121,9 @@ type agentProc struct {
 func (a *agent) start(r agentRank, gpuCount func([]string) int) {
 	env := append(os.Environ(), r.Env...)
 	env = append(env, wireup.EnvJobSecret+"="+a.job.Secret)
-	if gpuCount != nil {
+	if a.binds != nil {
+		env = append(env, a.bindEnv(r)...)
+	} else if gpuCount != nil {
 		if n := gpuCount(env); n > 0 {
 			env = append(env, wireup.EnvGPU+"="+strconv.Itoa(r.LocalRank%n))
 		}
@@ -146,7 +155,7 @@ func (a *agent) start(r agentRank, gpuCount func([]string) int) {
 		return
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
+	err = startBound(a.cpusOf(r), cmd.Start)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -417,6 +417,7 @@ func (j *job) addRemote(l *launch, rank int, pl placement) {
 			job: agentJob{
 				JobID: l.jobID, Secret: l.secret, Program: j.cfg.Program, Args: j.cfg.Args,
 				Grace: j.cfg.Grace, GPUBind: j.cfg.GPUBind == GPUBindLocal,
+				Place: j.cfg.agentPlace(pl),
 			},
 		})
 		if wd, err := os.Getwd(); err == nil {

@@ -243,7 +243,7 @@ func TestRemoteProgramNotFound(t *testing.T) {
 func TestAgentBadJob(t *testing.T) {
 	for _, in := range []string{"", "not json\n", `{"job_id":"../x"}` + "\n"} {
 		var out, errOut syncBuffer
-		if code := AgentMain(strings.NewReader(in), &out, &errOut, nil); code != 2 || out.String() != "" ||
+		if code := AgentMain(strings.NewReader(in), &out, &errOut, nil, nil); code != 2 || out.String() != "" ||
 			!strings.Contains(errOut.String(), "reading the job") {
 			t.Errorf("AgentMain(%q) = %d, stdout %q, stderr %q", in, code, out.String(), errOut.String())
 		}

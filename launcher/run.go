@@ -133,6 +133,19 @@ func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 		return setupFailed(ExitSetup, err)
 	}
 	j := &job{cfg: cfg, sink: sink, places: places}
+	if cfg.MPS {
+		if slices.ContainsFunc(places, func(p placement) bool { return !p.local }) {
+			// The daemon is this host's: ranks elsewhere would be handed a
+			// pipe directory that does not exist there.
+			return setupFailed(ExitSetup, errors.New("--mps starts the MPS daemon on this host only; start one on each host and run without --mps"))
+		}
+		m, err := startMPS(os.Environ())
+		if err != nil {
+			return setupFailed(ExitSetup, err)
+		}
+		defer m.stop(sink)
+		xenv = append(xenv, m.env...)
+	}
 	return j.run(ctx, xenv)
 }
 
@@ -198,6 +211,10 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 	if j.cfg.GPUBind == GPUBindLocal {
 		l.ngpus = j.cfg.GPUCount()
 	}
+	if err := j.placeLocal(l); err != nil {
+		j.sink.message(err.Error())
+		return ExitSetup, err
+	}
 	var startErr error
 	for rank, pl := range j.places {
 		if !pl.local {
@@ -229,7 +246,8 @@ func (j *job) run(ctx context.Context, xenv []string) (int, error) {
 type launch struct {
 	base, xenv          []string // the launcher's environment; -x variables
 	addr, secret, jobID string
-	ngpus               int // GPUs a rank may be bound to (--gpu-bind local)
+	ngpus               int           // GPUs a rank may be bound to (--gpu-bind local)
+	binds               []rankBinding // by local rank, when the launcher places ranks (placement.go)
 	stdin               io.Reader
 	wd                  *watchdog
 	exits               chan exitEvent
@@ -289,7 +307,8 @@ func (j *job) startRank(l *launch, rank int, pl placement) error {
 		return err
 	}
 	spec.Stdout, spec.Stderr = outW, errW
-	p, err := LocalStarter{}.Start(spec)
+	var p Proc
+	err = startBound(l.cpusOf(pl), func() (err error) { p, err = LocalStarter{}.Start(spec); return err })
 	outW.Close() // the rank holds its own copies
 	errW.Close()
 	if err != nil {
@@ -324,7 +343,8 @@ func (j *job) rankEnv(l *launch, rank int, pl placement) []string {
 	if l.ngpus > 0 && pl.local {
 		je.GPU = pl.localRank % l.ngpus
 	}
-	return append(slices.Clone(l.xenv), je.Environ()...)
+	extra := j.bindEnv(l, pl, &je)
+	return append(append(slices.Clone(l.xenv), extra...), je.Environ()...)
 }
 
 // endJob kills what is left of the job's processes and drains their output.

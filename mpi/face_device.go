@@ -70,7 +70,8 @@ func (b *DeviceBuffer[T]) Device() int {
 	return coreDevice(b).Device()
 }
 
-// Free releases the device memory. Freeing twice, or freeing a view (free
+// Free releases the device memory (for a WrapDevice buffer, only gompix's
+// use of it: the owner frees the memory). Freeing twice, or freeing a view (free
 // the buffer it was sliced from), is an ErrBuffer error; afterwards every
 // operation on the buffer and its views is an ErrBuffer error. A driver
 // failure is returned, but the buffer counts as freed all the same, since

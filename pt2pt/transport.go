@@ -21,6 +21,9 @@ type Mem struct {
 	Len    int
 	Kind   MemKind
 	Device int
+	// Managed marks device memory from cuMemAllocManaged: the driver
+	// migrates it on access, and CUDA IPC cannot export it.
+	Managed bool
 }
 
 // HostMem describes a Go byte slice. The caller pins it for nonblocking use.

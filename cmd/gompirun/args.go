@@ -57,7 +57,10 @@ func (p *parser) define(fs *pflag.FlagSet) {
 	fs.BoolFunc("tag-output", "prefix each output line with [1,<rank>]<stdout>:", setBool("tag-output", &p.cfg.TagOutput))
 	fs.Func("timeout", "end the job after T seconds (or a duration: 30s)", p.setTimeout)
 	fs.Func("gpu-bind", "local (GPU = local rank % GPUs) or none", p.setGPUBind)
-	fs.Func("map-by", "slot (fill each host's slots in turn) or node (one rank per host in turn)", p.setMapBy)
+	fs.Func("map-by", "slot (fill each host's slots in turn), node (one rank per host in turn), numa or gpu (spread over NUMA nodes or GPUs)", p.setMapBy)
+	fs.Func("bind-to", "core, numa or none: each rank's CPUs, near its GPU", p.setBindTo)
+	fs.BoolFunc("report-bindings", "print each local rank's CPUs, NUMA node, GPU and NIC", setBool("report-bindings", &p.cfg.ReportBindings))
+	fs.BoolFunc("mps", "run the ranks under an MPS control daemon", setBool("mps", &p.cfg.MPS))
 	fs.FuncP("npernode", "N", "run K ranks on every host", p.setPerNode)
 	fs.Func("launch-agent", "command that starts gompirun's agent on other hosts (ssh)", p.setLaunchAgent)
 	fs.Func("agent-path", "gompirun's path on the other hosts (default: this one's)", p.setAgentPath)
@@ -122,11 +125,20 @@ func (p *parser) setLaunchAgent(v string) error {
 
 func (p *parser) setMapBy(v string) error {
 	switch v {
-	case launcher.MapBySlot, launcher.MapByNode:
+	case launcher.MapBySlot, launcher.MapByNode, launcher.MapByNUMA, launcher.MapByGPU:
 		p.cfg.MapBy = v
 		return nil
 	}
-	return usagef("--map-by %q: want %s or %s", v, launcher.MapBySlot, launcher.MapByNode)
+	return usagef("--map-by %q: want %s, %s, %s or %s", v, launcher.MapBySlot, launcher.MapByNode, launcher.MapByNUMA, launcher.MapByGPU)
+}
+
+func (p *parser) setBindTo(v string) error {
+	switch v {
+	case launcher.BindToCore, launcher.BindToNUMA, launcher.BindToNone:
+		p.cfg.BindTo = v
+		return nil
+	}
+	return usagef("--bind-to %q: want %s, %s or %s", v, launcher.BindToCore, launcher.BindToNUMA, launcher.BindToNone)
 }
 
 func (p *parser) setPerNode(v string) error {

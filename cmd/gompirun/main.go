@@ -24,8 +24,17 @@ const usage = `usage: gompirun [-n N] [flags] PROGRAM [ARGS...]
   -H, --host h[:s],...    hosts and their slots (each host once)
       --hostfile FILE     hosts from a file ("host slots=N" or "host:N" lines)
                           (also -machinefile)
-      --map-by slot|node  fill each host's slots in turn (slot, default), or
-                          deal ranks to the hosts in turn (node)
+      --map-by POLICY     slot: fill each host's slots in turn (default);
+                          node: deal ranks to the hosts in turn; numa: deal
+                          a host's ranks to its NUMA nodes in turn; gpu:
+                          local rank r on GPU r mod GPUs, CPUs on its node
+      --bind-to core|numa|none
+                          bind each rank to a core (of its GPU's NUMA node)
+                          or to its NUMA node, or bind nothing (default: each
+                          rank binds its main thread to a core of its own)
+      --report-bindings   print each local rank's CPUs, NUMA node, GPU, NIC
+      --mps               run the ranks under an MPS daemon (the one running,
+                          else one started for the job and stopped after)
   -N, --npernode K        K ranks on every host
   -x NAME[=VALUE]         set NAME in every rank, or pass gompirun's value on
       --tag-output        prefix each output line with [1,<rank>]<stdout>:
@@ -67,6 +76,9 @@ func gompirun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return launcher.AgentMain(stdin, stdout, stderr, func(env []string) int {
 			v, set := envLookup(env, gputopo.EnvVisibleDevices)
 			return len(gputopo.Visible(v, set))
+		}, func(env []string) []string {
+			v, set := envLookup(env, gputopo.EnvVisibleDevices)
+			return gputopo.VisibleBusIDs(v, set)
 		})
 	}
 	code := 0
@@ -116,7 +128,9 @@ func newCommand(run func(launcher.Config)) *cobra.Command {
 	}
 	p.define(cmd.Flags())
 	cmd.RegisterFlagCompletionFunc("map-by", cobra.FixedCompletions(
-		[]string{launcher.MapBySlot, launcher.MapByNode}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{launcher.MapBySlot, launcher.MapByNode, launcher.MapByNUMA, launcher.MapByGPU}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("bind-to", cobra.FixedCompletions(
+		[]string{launcher.BindToCore, launcher.BindToNUMA, launcher.BindToNone}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("gpu-bind", cobra.FixedCompletions(
 		[]string{launcher.GPUBindLocal, launcher.GPUBindNone}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
@@ -180,6 +194,12 @@ func launch(cfg launcher.Config, stdin io.Reader, stdout, stderr io.Writer) int 
 		cfg.GPUCount = func() int {
 			v, set := rankEnv(cfg.Env, gputopo.EnvVisibleDevices, os.LookupEnv)
 			return len(gputopo.Visible(v, set))
+		}
+	}
+	if cfg.GPUBusIDs == nil {
+		cfg.GPUBusIDs = func() []string {
+			v, set := rankEnv(cfg.Env, gputopo.EnvVisibleDevices, os.LookupEnv)
+			return gputopo.VisibleBusIDs(v, set)
 		}
 	}
 	code, _ := launcher.Run(ctx, cfg) // Run has reported on stderr

@@ -173,7 +173,7 @@ func (q *directReq) finishLocked(err error) {
 // Mapped mode: each rank describes its send and receive buffers (IPC
 // handle of the allocation, offset, allocation id) to every peer.
 
-const bufRecSize = 64 + 8 + 8 + 8 // handle, offset, buffer id, present
+const bufRecSize = 64 + 8 + 8 + 8 + 8 + 8 // handle, offset, buffer id, present, base, size
 
 func (q *directReq) postExchange() error {
 	d, c := q.d, &q.c
@@ -182,15 +182,17 @@ func (q *directReq) postExchange() error {
 		if len(b) == 0 {
 			continue
 		}
-		h, off, id, err := d.handles.export(Addr(b))
+		r, off, err := d.handles.export(Addr(b))
 		if err != nil {
 			return err
 		}
 		e := q.rec[j*bufRecSize:]
-		copy(e, h[:])
+		copy(e, r.Handle[:])
 		binary.LittleEndian.PutUint64(e[64:], uint64(off))
-		binary.LittleEndian.PutUint64(e[72:], id)
+		binary.LittleEndian.PutUint64(e[72:], r.BufferID)
 		binary.LittleEndian.PutUint64(e[80:], 1)
+		binary.LittleEndian.PutUint64(e[88:], r.Base)
+		binary.LittleEndian.PutUint64(e[96:], uint64(r.Size))
 	}
 	q.recs = make([][]byte, d.p)
 	q.pin.Pin(&q.rec[0])
@@ -247,9 +249,10 @@ func (q *directReq) exchanged() (bool, error) {
 			if binary.LittleEndian.Uint64(e[80:]) == 0 {
 				continue
 			}
-			var h cudadrv.IpcMemHandle
-			copy(h[:], e[:64])
-			m, err := d.handles.open(i, binary.LittleEndian.Uint64(e[72:]), h)
+			r := cudadrv.IPCRegion{BufferID: binary.LittleEndian.Uint64(e[72:]),
+				Base: binary.LittleEndian.Uint64(e[88:]), Size: int(binary.LittleEndian.Uint64(e[96:]))}
+			copy(r.Handle[:], e[:64])
+			m, err := d.handles.open(i, r)
 			if err != nil {
 				return false, err
 			}

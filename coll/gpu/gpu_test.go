@@ -183,11 +183,11 @@ func TestHandleCache(t *testing.T) {
 			return nil, err
 		}
 		ptrs = append(ptrs, p)
-		h, off, id, err := exp.export(p + 128)
-		if err != nil || off != 128 {
-			return nil, fmt.Errorf("export: offset %d, %v", off, err)
+		r, off, err := exp.export(p + 128)
+		if err != nil || off != 128 || r.Base != uint64(p) || r.Size != 4096 {
+			return nil, fmt.Errorf("export: %+v offset %d, %v", r, off, err)
 		}
-		return imp.open(0, id, h)
+		return imp.open(0, r)
 	}()
 	if err != nil {
 		t.Fatal(err)
@@ -198,15 +198,15 @@ func TestHandleCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		ptrs = append(ptrs, p)
-		h, _, id, err := exp.export(p)
+		r, _, err := exp.export(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := imp.open(0, id, h)
+		m, err := imp.open(0, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := imp.open(0, id, h)
+		again, err := imp.open(0, r)
 		if err != nil || again != m {
 			t.Fatalf("second open of one allocation: %v, %v", again == m, err)
 		}

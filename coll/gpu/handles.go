@@ -24,28 +24,29 @@ func newHandleCache(dev cudadrv.Device) *handleCache {
 	return &handleCache{dev: dev, cache: cudadrv.NewIPCCache(maxMappings)}
 }
 
-// export returns the handle of the allocation holding p, p's offset in it
-// and the allocation's id.
-func (c *handleCache) export(p cudadrv.DevicePtr) (cudadrv.IpcMemHandle, int, uint64, error) {
+// export describes the allocation holding p (its handle, base, size and
+// id) and p's offset in it.
+func (c *handleCache) export(p cudadrv.DevicePtr) (cudadrv.IPCRegion, int, error) {
 	info, err := c.dev.PointerInfo(p)
 	if err != nil {
-		return cudadrv.IpcMemHandle{}, 0, 0, err
+		return cudadrv.IPCRegion{}, 0, err
 	}
-	if info.Type != cudadrv.MemoryDevice || info.BufferID == 0 || info.Base == 0 {
-		return cudadrv.IpcMemHandle{}, 0, 0, fmt.Errorf("coll/gpu: %#x is not device memory that CUDA IPC can share (%v)", p, info.Type)
+	if info.Type != cudadrv.MemoryDevice || info.Managed || info.BufferID == 0 || info.Base == 0 {
+		return cudadrv.IPCRegion{}, 0, fmt.Errorf("coll/gpu: %#x is not device memory that CUDA IPC can share (%v, managed %v)", p, info.Type, info.Managed)
 	}
 	h, err := cudadrv.ExportIPC(c.dev, info.Base, info.BufferID)
 	if err != nil {
-		return cudadrv.IpcMemHandle{}, 0, 0, err
+		return cudadrv.IPCRegion{}, 0, err
 	}
-	return h, int(p - info.Base), info.BufferID, nil
+	r := cudadrv.IPCRegion{Handle: h, BufferID: info.BufferID, Base: uint64(info.Base), Size: info.Size}
+	return r, int(p - info.Base), nil
 }
 
-// open maps peer's allocation id (handle h), or finds it mapped, and holds
-// it until release. The exchange does not carry the allocation's range,
-// so the cache keys it by id alone.
-func (c *handleCache) open(peer int, id uint64, h cudadrv.IpcMemHandle) (*cudadrv.IPCMapping, error) {
-	m, err := c.cache.Acquire(c.dev, peer, cudadrv.IPCRegion{Handle: h, BufferID: id})
+// open maps peer's allocation r, or finds it mapped, and holds it until
+// release. r's range lets the cache close a mapping of a freed allocation
+// that r, reallocated at its address, overlaps.
+func (c *handleCache) open(peer int, r cudadrv.IPCRegion) (*cudadrv.IPCMapping, error) {
+	m, err := c.cache.Acquire(c.dev, peer, r)
 	if err != nil {
 		return nil, fmt.Errorf("coll/gpu: mapping rank %d's buffer: %w", peer, err)
 	}

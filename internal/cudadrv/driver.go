@@ -155,7 +155,12 @@ type Device interface {
 
 	// MemAlloc allocates size bytes of device memory (256-byte aligned).
 	MemAlloc(size int) (DevicePtr, error)
+	// MemFree frees memory from MemAlloc or MemAllocManaged.
 	MemFree(p DevicePtr) error
+	// MemAllocManaged allocates size bytes of managed (unified) memory,
+	// attached globally: any device and the host may access it, and the
+	// driver migrates its pages on demand. CUDA IPC cannot export it.
+	MemAllocManaged(size int) (DevicePtr, error)
 	// HostAlloc allocates size bytes of pinned host memory, portable to all
 	// contexts and mapped into the device address space (HostDevicePtr).
 	HostAlloc(size int) (unsafe.Pointer, error)
@@ -207,7 +212,8 @@ type Device interface {
 	// EventElapsed is the time between two completed timing events.
 	EventElapsed(start, end Event) (time.Duration, error)
 
-	// IpcGetMemHandle exports the allocation p (the start of a MemAlloc).
+	// IpcGetMemHandle exports the allocation p (the start of a MemAlloc:
+	// for an address inside one, pass PointerInfo's Base).
 	IpcGetMemHandle(p DevicePtr) (IpcMemHandle, error)
 	// IpcOpenMemHandle maps another process's allocation into this device's
 	// context with lazy peer access. The first open in a process costs

@@ -125,6 +125,10 @@ gx_result gx_device_info(int ordinal, gx_device *dev, char *name, int namelen, c
 
 gx_result gx_mem_alloc(gx_ctx c, gx_devptr *p, size_t n) { GX_CTX(c); return gx_cu.cuMemAlloc(p, n); }
 gx_result gx_mem_free(gx_ctx c, gx_devptr p) { GX_CTX(c); return gx_cu.cuMemFree(p); }
+gx_result gx_mem_alloc_managed(gx_ctx c, gx_devptr *p, size_t n) {
+    GX_CTX(c);
+    return gx_cu.cuMemAllocManaged(p, n, GX_MEM_ATTACH_GLOBAL);
+}
 gx_result gx_host_alloc(gx_ctx c, void **p, size_t n) {
     GX_CTX(c);
     return gx_cu.cuMemHostAlloc(p, n, GX_MEMHOSTALLOC_PORTABLE | GX_MEMHOSTALLOC_DEVICEMAP);

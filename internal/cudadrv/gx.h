@@ -16,6 +16,7 @@ gx_result gx_device_info(int ordinal, gx_device *dev, char *name, int namelen, c
                          size_t *mem, int *major, int *minor);
 gx_result gx_mem_alloc(gx_ctx c, gx_devptr *p, size_t n);
 gx_result gx_mem_free(gx_ctx c, gx_devptr p);
+gx_result gx_mem_alloc_managed(gx_ctx c, gx_devptr *p, size_t n);
 gx_result gx_host_alloc(gx_ctx c, void **p, size_t n);
 gx_result gx_host_free(gx_ctx c, void *p);
 gx_result gx_host_register(gx_ctx c, void *p, size_t n);

@@ -90,6 +90,7 @@ typedef struct gx_nvrtc_prog_st *gx_nvrtc_prog;
 #define GX_MEMHOSTALLOC_DEVICEMAP 2
 #define GX_MEMHOSTREGISTER_PORTABLE 1
 #define GX_MEMHOSTREGISTER_DEVICEMAP 2
+#define GX_MEM_ATTACH_GLOBAL 1
 #define GX_STREAM_NON_BLOCKING 1
 #define GX_EVENT_DISABLE_TIMING 2
 #define GX_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
@@ -159,6 +160,7 @@ typedef struct gx_nvrtc_prog_st *gx_nvrtc_prog;
     X(1, cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", 0, (gx_ctx, unsigned int))                    \
     X(1, cuMemAlloc, "cuMemAlloc_v2", 0, (gx_devptr *, size_t))                                        \
     X(1, cuMemFree, "cuMemFree_v2", 0, (gx_devptr))                                                    \
+    X(1, cuMemAllocManaged, "cuMemAllocManaged", 0, (gx_devptr *, size_t, unsigned int))               \
     X(1, cuMemHostAlloc, "cuMemHostAlloc", 0, (void **, size_t, unsigned int))                         \
     X(1, cuMemFreeHost, "cuMemFreeHost", 0, (void *))                                                  \
     X(1, cuMemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister", (void *, size_t, unsigned int)) \

@@ -171,6 +171,20 @@ func (d *realDevice) MemAlloc(size int) (DevicePtr, error) {
 	return DevicePtr(p), nil
 }
 
+func (d *realDevice) MemAllocManaged(size int) (DevicePtr, error) {
+	if err := d.ok("cuMemAllocManaged"); err != nil {
+		return 0, err
+	}
+	if size <= 0 {
+		return 0, argError("cuMemAllocManaged", "size must be positive")
+	}
+	var p C.gx_devptr
+	if err := cuError("cuMemAllocManaged", C.gx_mem_alloc_managed(d.ctx, &p, C.size_t(size))); err != nil {
+		return 0, err
+	}
+	return DevicePtr(p), nil
+}
+
 func (d *realDevice) MemFree(p DevicePtr) error {
 	if err := d.ok("cuMemFree"); err != nil {
 		return err

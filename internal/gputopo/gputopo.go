@@ -320,3 +320,30 @@ func Discover() (*Topology, error) {
 	}
 	return t, nil
 }
+
+// VisibleBusIDs is the PCI bus id of each device Visible lists (a MIG
+// device's parent GPU's), in CUDA ordinal order; nil without NVML.
+func VisibleBusIDs(value string, set bool) []string {
+	vis := Visible(value, set)
+	if len(vis) == 0 {
+		return nil
+	}
+	l := lib()
+	if r := l.Init(); r != nvml.SUCCESS {
+		return nil
+	}
+	defer l.Shutdown()
+	out := make([]string, len(vis))
+	for i, v := range vis {
+		d, r := l.DeviceGetHandleByIndex(v.Index)
+		if r != nvml.SUCCESS {
+			return nil
+		}
+		p, r := d.GetPciInfo()
+		if r != nvml.SUCCESS {
+			return nil
+		}
+		out[i] = busID(p)
+	}
+	return out
+}

@@ -40,7 +40,7 @@ var allowed = map[string][]string{
 	"pt2pt/rndv":      {"pt2pt", "internal/config"},
 	"pt2pt/gpu":       {"pt2pt", "pt2pt/rndv", "internal/cudadrv", "internal/config"},
 	"pt2pt/ucx":       {"pt2pt", "ucxbind", "internal/cudadrv", "internal/config", "internal/dtype", "internal/shm"},
-	"launcher":        {"internal/wireup", "internal/config", "internal/gputopo"},
+	"launcher":        {"internal/wireup", "internal/config", "internal/gputopo", "internal/cpubind"},
 	"internal/wireup": {},
 	// internal/bootstrap: how a rank joins its job (gompirun, PMI-2, PMIx).
 	"internal/bootstrap": {"internal/wireup", "internal/pmi2", "internal/pmix", "internal/config", "internal/cpubind"},

@@ -114,7 +114,8 @@ func (mv *Mover) sameNode(r int) bool { return mv.cfg.SameNode == nil || mv.cfg.
 // Route runs Select for a send to dest and logs new choices when asked.
 func (mv *Mover) Route(dest int, m pt2pt.Mem) (rndv.Route, string) {
 	p, why := Select(Message{Kind: m.Kind, Len: m.Len, SameNode: mv.sameNode(dest),
-		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold, UCXFrom: mv.cfg.UCXFrom})
+		TransportDevice: mv.ucxDev, Mode: mv.cfg.Mode, Threshold: mv.cfg.IPCThreshold, UCXFrom: mv.cfg.UCXFrom,
+		Managed: m.Managed})
 	if mv.cfg.DebugPath {
 		if _, dup := mv.seen.LoadOrStore([2]int{dest, int(p)}, true); !dup {
 			fmt.Fprintf(mv.cfg.Log, "gompix: rank %d -> rank %d: device buffers take path %s (%s)\n", mv.rank, dest, p, why)
@@ -205,7 +206,7 @@ func checkDevice(dev cudadrv.Device, m pt2pt.Mem) (cudadrv.PointerInfo, error) {
 		// The driver does not know the address (freed, or never its own).
 		return info, bufferError("%#x is not device memory of this process: %v", p, err)
 	}
-	if info.Type != cudadrv.MemoryDevice {
+	if info.Type != cudadrv.MemoryDevice && !info.Managed {
 		return info, bufferError("%#x is not device memory of this process (%v)", p, info.Type)
 	}
 	if info.Size > 0 && (p < info.Base || int(p-info.Base) > info.Size-m.Len) {
@@ -350,6 +351,9 @@ func (mv *Mover) Export(m pt2pt.Mem) (rndv.Region, error) {
 	ds, info, err := mv.deviceFor(m)
 	if err != nil {
 		return rndv.Region{}, err
+	}
+	if info.Managed {
+		return rndv.Region{}, bufferError("%#x is managed memory, which CUDA IPC cannot export", devPtr(m.Ptr))
 	}
 	h, err := cudadrv.ExportIPC(ds.dev, info.Base, info.BufferID)
 	if err != nil {

@@ -108,6 +108,7 @@ type Message struct {
 	Mode            Mode
 	Threshold       int // GOMPIX_IPC_THRESHOLD
 	UCXFrom         int // GOMPIX_GPU_UCX_FROM (0: never ucx to a peer on this node)
+	Managed         bool
 }
 
 // Select picks the path of one send and says why. It is the only place
@@ -115,6 +116,15 @@ type Message struct {
 func Select(m Message) (Path, string) {
 	if m.Kind != pt2pt.Device {
 		return PathHost, "host buffer"
+	}
+	if m.Managed && (m.Mode == ModeIPC || m.Mode == ModeAuto) {
+		// cuIpcGetMemHandle refuses managed memory; UCX and the staging
+		// copies read and write it like device memory (the driver
+		// migrates its pages).
+		if m.Mode == ModeAuto && m.TransportDevice {
+			return PathUCX, "managed memory (CUDA IPC cannot export it; UCX moves CUDA memory)"
+		}
+		return PathStaged, "managed memory (CUDA IPC cannot export it)"
 	}
 	switch m.Mode {
 	case ModeStaged:

@@ -78,20 +78,30 @@ func (v *device) sized(op string, size int) error {
 // memory ---------------------------------------------------------------------------
 
 func (v *device) MemAlloc(size int) (cudadrv.DevicePtr, error) {
-	if err := v.ok("cuMemAlloc"); err != nil {
+	return v.memAlloc("cuMemAlloc", size, false)
+}
+
+// MemAllocManaged allocates managed memory: device memory of this device
+// that kernels of every device may access and IPC cannot export.
+func (v *device) MemAllocManaged(size int) (cudadrv.DevicePtr, error) {
+	return v.memAlloc("cuMemAllocManaged", size, true)
+}
+
+func (v *device) memAlloc(op string, size int, managed bool) (cudadrv.DevicePtr, error) {
+	if err := v.ok(op); err != nil {
 		return 0, err
 	}
 	if size <= 0 {
-		return 0, cudadrv.NewError("cuMemAlloc", cudadrv.ErrorInvalidValue, "size must be positive")
+		return 0, cudadrv.NewError(op, cudadrv.ErrorInvalidValue, "size must be positive")
 	}
 	d := v.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.used[v.ord]+int64(size) > d.opts.TotalMem {
-		return 0, cudadrv.NewError("cuMemAlloc", cudadrv.ErrorOutOfMemory, "")
+		return 0, cudadrv.NewError(op, cudadrv.ErrorOutOfMemory, "")
 	}
 	d.used[v.ord] += int64(size)
-	a := &alloc{size: size, mem: newMem(size), dev: v.ord, typ: cudadrv.MemoryDevice, counted: true}
+	a := &alloc{size: size, mem: newMem(size), dev: v.ord, typ: cudadrv.MemoryDevice, counted: true, managed: managed}
 	d.insert(a)
 	return cudadrv.DevicePtr(a.base), nil
 }
@@ -196,7 +206,8 @@ func (v *device) PointerInfo(p cudadrv.DevicePtr) (cudadrv.PointerInfo, error) {
 	if a == nil {
 		return cudadrv.PointerInfo{Type: cudadrv.MemoryUnregistered, Device: -1}, nil
 	}
-	return cudadrv.PointerInfo{Type: a.typ, Device: a.dev, BufferID: a.id, Base: cudadrv.DevicePtr(a.base), Size: a.size}, nil
+	return cudadrv.PointerInfo{Type: a.typ, Device: a.dev, BufferID: a.id, Managed: a.managed,
+		Base: cudadrv.DevicePtr(a.base), Size: a.size}, nil
 }
 
 // copies ---------------------------------------------------------------------------
@@ -563,9 +574,16 @@ func (v *device) IpcGetMemHandle(p cudadrv.DevicePtr) (cudadrv.IpcMemHandle, err
 	d := v.d
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	a, _ := d.find(uintptr(p))
-	if a == nil || a.typ != cudadrv.MemoryDevice || a.ipc {
+	a, off := d.find(uintptr(p))
+	switch {
+	case a == nil || a.typ != cudadrv.MemoryDevice || a.ipc:
 		return cudadrv.IpcMemHandle{}, cudadrv.NewError("cuIpcGetMemHandle", cudadrv.ErrorInvalidValue, fmt.Sprintf("%#x is not device memory", p))
+	case a.managed:
+		return cudadrv.IpcMemHandle{}, cudadrv.NewError("cuIpcGetMemHandle", cudadrv.ErrorInvalidValue, fmt.Sprintf("%#x is managed memory", p))
+	case off != 0:
+		// The real driver exports whole allocations: callers pass the
+		// base (PointerInfo's), never an address inside one.
+		return cudadrv.IpcMemHandle{}, cudadrv.NewError("cuIpcGetMemHandle", cudadrv.ErrorInvalidValue, fmt.Sprintf("%#x is %d bytes into the allocation at %#x", p, off, a.base))
 	}
 	return d.ipcHandle(a), nil
 }
@@ -585,7 +603,18 @@ func (v *device) IpcOpenMemHandle(h cudadrv.IpcMemHandle) (cudadrv.DevicePtr, er
 	if src == nil || uint64(src.base) != binary.LittleEndian.Uint64(h[24:]) {
 		return 0, cudadrv.NewError(op, cudadrv.ErrorInvalidValue, "the exported allocation was freed")
 	}
-	a := &alloc{size: src.size, mem: src.mem, dev: src.dev, typ: cudadrv.MemoryDevice, ipc: true}
+	for _, m := range d.dev {
+		// The real driver maps whole blocks: while a mapping of a freed
+		// allocation is open, a new one at an overlapping address cannot
+		// be mapped in the same context.
+		if m.ipc && m.opener == v.ord && m.srcID != src.id &&
+			m.srcBase < src.base+uintptr(src.size) && src.base < m.srcBase+uintptr(m.size) {
+			return 0, cudadrv.NewError(op, cudadrv.ErrorAlreadyMapped,
+				fmt.Sprintf("a mapping of freed allocation %d at %#x is still open", m.srcID, m.srcBase))
+		}
+	}
+	a := &alloc{size: src.size, mem: src.mem, dev: src.dev, typ: cudadrv.MemoryDevice, ipc: true,
+		srcBase: src.base, srcID: src.id, opener: v.ord}
 	d.insert(a)
 	return cudadrv.DevicePtr(a.base), nil
 }

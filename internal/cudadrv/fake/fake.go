@@ -42,6 +42,11 @@ type Options struct {
 	// address). It may block: the copy, and the stream behind it, then
 	// stay in flight, as on a busy copy engine (tests of overlap).
 	OnCopy func(op string, dev cudadrv.DevicePtr, size int)
+	// ReuseAddresses gives a device allocation the address of the last
+	// freed one it fits in, as the real driver's allocator does, so that
+	// tests see a new allocation (a new buffer id) at an old address.
+	// Without it addresses only grow and a use after free always faults.
+	ReuseAddresses bool
 }
 
 const (
@@ -67,6 +72,13 @@ type Driver struct {
 	handles  map[uintptr]any
 	nextH    uintptr
 	defaults []*stream
+	freed    []span // device address ranges free for reuse (Options.ReuseAddresses)
+}
+
+// span is a freed device address range.
+type span struct {
+	base uintptr
+	size int
 }
 
 type alloc struct {
@@ -79,6 +91,12 @@ type alloc struct {
 	id      uint64
 	owned   bool // HostAlloc (vs HostRegister)
 	ipc     bool // an IpcOpenMemHandle mapping
+	managed bool // MemAllocManaged: any device's kernels may access it
+	// An IpcOpenMemHandle mapping's source allocation and the device it
+	// was opened on.
+	srcBase uintptr
+	srcID   uint64
+	opener  int
 	counted bool // counts against the device's TotalMem
 }
 
@@ -142,16 +160,36 @@ func newMem(size int) []byte {
 // insert adds a to the device table (and the host table when host != 0).
 // Caller holds d.mu.
 func (d *Driver) insert(a *alloc) {
-	a.base = d.next
-	d.next += (uintptr(a.size) + addrGap + addrAlign - 1) &^ (addrAlign - 1)
+	a.base = d.reuse(a)
+	if a.base == 0 {
+		a.base = d.next
+		d.next += (uintptr(a.size) + addrGap + addrAlign - 1) &^ (addrAlign - 1)
+	}
 	d.nextID++
 	a.id = d.nextID
-	d.dev = append(d.dev, a) // addresses only grow: stays sorted
+	i, _ := slices.BinarySearchFunc(d.dev, a.base, func(x *alloc, b uintptr) int { return cmpPtr(x.base, b) })
+	d.dev = slices.Insert(d.dev, i, a)
 	if a.host != 0 {
 		i, _ := slices.BinarySearchFunc(d.host, a.host, func(x *alloc, h uintptr) int { return cmpPtr(x.host, h) })
 		d.host = slices.Insert(d.host, i, a)
 	}
 	d.byID[a.id] = a
+}
+
+// reuse takes the most recently freed range that a counted device
+// allocation fits in (as a caching allocator hands back its last free
+// block), or returns 0. Caller holds d.mu.
+func (d *Driver) reuse(a *alloc) uintptr {
+	if !d.opts.ReuseAddresses || !a.counted {
+		return 0
+	}
+	for i := len(d.freed) - 1; i >= 0; i-- {
+		if f := d.freed[i]; a.size <= f.size {
+			d.freed = slices.Delete(d.freed, i, i+1)
+			return f.base
+		}
+	}
+	return 0
 }
 
 func (d *Driver) remove(a *alloc) {
@@ -166,6 +204,9 @@ func (d *Driver) remove(a *alloc) {
 	delete(d.byID, a.id)
 	if a.counted {
 		d.used[a.dev] -= int64(a.size)
+		if d.opts.ReuseAddresses {
+			d.freed = append(d.freed, span{a.base, a.size})
+		}
 	}
 }
 
@@ -214,7 +255,7 @@ func (d *Driver) resolve(op string, p uintptr, n int, kernelDev int) ([]byte, er
 	if int(off)+n > a.size {
 		return nil, cudadrv.NewError(op, cudadrv.ErrorInvalidValue, fmt.Sprintf("[%#x, +%d) overruns the %d-byte allocation at %#x", p, n, a.size, a.base))
 	}
-	if kernelDev >= 0 && a.typ == cudadrv.MemoryDevice && !a.ipc && a.dev != kernelDev && !d.peers[[2]int{kernelDev, a.dev}] {
+	if kernelDev >= 0 && a.typ == cudadrv.MemoryDevice && !a.ipc && !a.managed && a.dev != kernelDev && !d.peers[[2]int{kernelDev, a.dev}] {
 		return nil, cudadrv.NewError(op, cudadrv.ErrorIllegalAddress, fmt.Sprintf("device %d reads device %d memory without peer access", kernelDev, a.dev))
 	}
 	return a.mem[off : int(off)+n : int(off)+n], nil

@@ -87,6 +87,11 @@ func deviceBytes(b Buffer) ([]byte, error) {
 	if m.Len == 0 {
 		return empty, nil
 	}
+	if m.Managed {
+		// The IPC-direct engine maps peers' buffers by CUDA IPC, which
+		// cannot export managed memory.
+		return nil, &Error{Op: "collective", Class: ErrBuffer, Err: errManagedCollective}
+	}
 	return gpucoll.View(cudadrv.DevicePtr(uintptr(m.Ptr)), m.Len), nil
 }
 

@@ -188,6 +188,9 @@ type devAlloc struct {
 	ptr   cudadrv.DevicePtr // 0 for a zero-length allocation
 	mu    sync.RWMutex
 	freed bool
+	// foreign: WrapDevice's memory, which its owner frees, never gompix.
+	// managed: cuMemAllocManaged memory (wrapdevice.go).
+	foreign, managed bool
 }
 
 // DeviceBuffer is a Buffer over device memory: n elements of T in one
@@ -282,7 +285,8 @@ func (b *DeviceBuffer[T]) addr() cudadrv.DevicePtr {
 	return b.a.ptr + cudadrv.DevicePtr(b.off*elemSize[T]())
 }
 
-// Free releases the device memory. Freeing twice, or freeing a view (free
+// Free releases the device memory (for a WrapDevice buffer, only gompix's
+// use of it: the owner frees the memory). Freeing twice, or freeing a view (free
 // the buffer it was sliced from), is an ErrBuffer error; afterwards every
 // operation on the buffer and its views is an ErrBuffer error. A driver
 // failure is returned, but the buffer counts as freed all the same, since
@@ -300,7 +304,7 @@ func (b *DeviceBuffer[T]) Free() error {
 		return devError("Free", ErrBuffer, fmt.Errorf("device buffer freed twice"))
 	}
 	b.a.freed = true
-	if b.a.ptr != 0 {
+	if b.a.ptr != 0 && !b.a.foreign {
 		if err := b.a.dev.MemFree(b.a.ptr); err != nil {
 			return devError("Free", ErrOther, err)
 		}
@@ -413,7 +417,7 @@ func (b *DeviceBuffer[T]) mem() pt2pt.Mem {
 	if b == nil || b.a == nil {
 		return pt2pt.Mem{}
 	}
-	m := pt2pt.Mem{Len: b.n * elemSize[T](), Kind: pt2pt.Device, Device: b.a.ord}
+	m := pt2pt.Mem{Len: b.n * elemSize[T](), Kind: pt2pt.Device, Device: b.a.ord, Managed: b.a.managed}
 	b.a.mu.RLock()
 	defer b.a.mu.RUnlock()
 	if !b.a.freed && b.n > 0 {
