@@ -36,6 +36,9 @@ type Comm struct {
 	// life tracks the nonblocking collectives in flight, so that Free
 	// leaves their resources to the last one (collective.go).
 	pending commLife
+	// x holds what few communicators have: a topology, attributes, info
+	// hints, an error handler (commext.go); nil until one is set.
+	x atomic.Pointer[commExt]
 }
 
 // lifetime is the span between a world's creation and Finalize.
