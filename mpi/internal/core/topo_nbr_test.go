@@ -270,3 +270,14 @@ func deviceExchange(cc *Comm) error {
 	}
 	return nil
 }
+
+func init() { scenarios["gpu_nbr"] = neighborDevice }
+
+// TestNeighborGPU: the device neighbourhood exchanges as real processes
+// over UCX, each rank on its own GPU (the launcher's binding).
+func TestNeighborGPU(t *testing.T) {
+	needGPU(t)
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { runJob(t, "gpu_nbr", n) })
+	}
+}
