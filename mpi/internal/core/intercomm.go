@@ -44,19 +44,21 @@ func (c *Comm) IntercommCreate(localLeader int, peer *Comm, remoteLeader, tag in
 		return nil, rankErr(op, "local leader %d outside [0,%d)", localLeader, c.Size())
 	}
 	leader := c.Rank() == localLeader
+	var leaderErr error // the leader's own arguments, which only it reads
 	if leader {
-		if err := peer.check(op); err != nil {
-			return nil, err
-		}
-		if remoteLeader < 0 || remoteLeader >= peer.Size() || remoteLeader == peer.Rank() {
-			return nil, rankErr(op, "remote leader %d of a peer communicator of %d (this process is %d)", remoteLeader, peer.Size(), peer.Rank())
+		leaderErr = peer.check(op)
+		if leaderErr == nil && (remoteLeader < 0 || remoteLeader >= peer.Size() || remoteLeader == peer.Rank()) {
+			leaderErr = rankErr(op, "remote leader %d of a peer communicator of %d (this process is %d)", remoteLeader, peer.Size(), peer.Rank())
 		}
 	}
 	// exchange swaps vals with the other leader and shares its answer
-	// with the local group.
+	// with the local group; a leader whose arguments are bad shares that
+	// instead (-1), so that its group fails with it rather than waits.
 	exchange := func(vals []int) ([]int, error) {
 		n := []int{len(vals)}
-		if leader {
+		if leaderErr != nil {
+			n[0] = -1
+		} else if leader {
 			got, err := leaderSwap(peer, remoteLeader, tag, n, 1)
 			if err != nil {
 				return nil, err
@@ -65,6 +67,12 @@ func (c *Comm) IntercommCreate(localLeader int, peer *Comm, remoteLeader, tag in
 		}
 		if err := c.bcastInts(n, localLeader); err != nil {
 			return nil, err
+		}
+		if n[0] < 0 {
+			if leaderErr != nil {
+				return nil, leaderErr
+			}
+			return nil, rankErr(op, "the local leader's remote leader or peer communicator is invalid")
 		}
 		out := make([]int, n[0])
 		if leader {

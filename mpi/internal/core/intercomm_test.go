@@ -47,6 +47,10 @@ func interScenario(w *Comm) error {
 	if _, err := local.IntercommCreate(local.Size(), w, remoteLeader, 5); !errors.Is(err, ErrRank) {
 		return fmt.Errorf("local leader out of range: %v", err)
 	}
+	// A remote leader only the local leader reads: its whole group fails.
+	if _, err := local.IntercommCreate(0, w, w.Size(), 5); !errors.Is(err, ErrRank) {
+		return fmt.Errorf("remote leader out of range: %v", err)
+	}
 	ic, err := local.IntercommCreate(0, w, remoteLeader, 5)
 	if err != nil {
 		return err
