@@ -46,8 +46,15 @@ type lifetime struct{ ended atomic.Bool }
 
 func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, life: new(lifetime)} }
 
-// derive wraps a communicator created from c.
-func (c *Comm) derive(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, nodeID: c.nodeID, life: c.life} }
+// derive wraps a communicator created from c, which inherits c's error
+// handler (as MPI has every new communicator do).
+func (c *Comm) derive(pc *pt2pt.Comm) *Comm {
+	nc := &Comm{pc: pc, nodeID: c.nodeID, life: c.life}
+	if c.ErrorHandler() == ErrorsAreFatal {
+		nc.ext().fatal = true
+	}
+	return nc
+}
 
 // end makes every later operation on c, the communicators made from it and
 // their requests fail with ErrNotInitialized (Finalize).

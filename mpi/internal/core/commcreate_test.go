@@ -158,6 +158,18 @@ func TestAttributes(t *testing.T) {
 		if err := dd.Free(); err != nil {
 			return err
 		}
+		// Every new communicator inherits the error handler; only Dup
+		// passes attributes on.
+		sp, err := d.Split(0, w.Rank())
+		if err != nil {
+			return err
+		}
+		if _, ok := sp.Attr(keep); ok || sp.ErrorHandler() != ErrorsAreFatal {
+			return fmt.Errorf("split: attribute %v, handler %v", ok, sp.ErrorHandler())
+		}
+		if err := sp.Free(); err != nil {
+			return err
+		}
 		// Freeing dd deleted its copy of "b". A failing delete callback
 		// fails Free, which leaves the communicator to be freed again, its
 		// attributes gone.

@@ -61,6 +61,19 @@ func agreeContextBy(e *pt2pt.Engine, maxInts func(vals ...int) ([]int, error)) (
 // Dup returns a new communicator with the same group and a new context:
 // messages on one never match receives on the other.
 func (c *Comm) Dup() (*Comm, error) {
+	nc, err := c.sameGroup()
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.inheritFrom(c); err != nil {
+		return nil, err
+	}
+	return nc, nil
+}
+
+// sameGroup is Dup without what Dup alone passes on (attributes, info,
+// topology).
+func (c *Comm) sameGroup() (*Comm, error) {
 	if err := c.check("comm dup"); err != nil {
 		return nil, err
 	}
@@ -72,11 +85,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := c.derive(pc)
-	if err := nc.inheritFrom(c); err != nil {
-		return nil, err
-	}
-	return nc, nil
+	return c.derive(pc), nil
 }
 
 // Split partitions c by color: ranks passing the same color form a new

@@ -133,7 +133,7 @@ func (c *Comm) joinGroups(op string, remote []int, exchange func([]int) ([]int, 
 		return nil, err
 	}
 	ic.p2p, ic.union = c.derive(p2p), c.derive(union)
-	if ic.local, err = c.Dup(); err != nil {
+	if ic.local, err = c.sameGroup(); err != nil {
 		return nil, err
 	}
 	return ic, nil

@@ -62,7 +62,7 @@ func (c *Comm) DistGraphCreateAdjacent(sources, sourceWeights, dests, destWeight
 	if (sourceWeights == nil) != (destWeights == nil) {
 		return nil, argErr(op, "weights on one side only")
 	}
-	nc, err := c.Dup()
+	nc, err := c.sameGroup()
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (c *Comm) DistGraphCreate(sources, degrees, dests, weights []int, reorder b
 	if err != nil {
 		return nil, err
 	}
-	nc, err := c.Dup()
+	nc, err := c.sameGroup()
 	if err != nil {
 		return nil, err
 	}
