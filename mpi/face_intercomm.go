@@ -69,6 +69,20 @@ func (ic *Intercomm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 	return faceRequest(r0), face(r1)
 }
 
+// Sendrecv sends sendbuf to remote rank dest and receives into recvbuf
+// from remote rank src, both at once.
+func (ic *Intercomm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
+	r0, r1 := coreInter(ic).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
+	return Status(r0), face(r1)
+}
+
+// Probe blocks until a message from remote rank src (or AnySource) with
+// tag can be received and describes it.
+func (ic *Intercomm) Probe(src, tag int) (Status, error) {
+	r0, r1 := coreInter(ic).Probe(src, tag)
+	return Status(r0), face(r1)
+}
+
 // Free frees the intercommunicator; collective over both groups.
 func (ic *Intercomm) Free() error { return face(coreInter(ic).Free()) }
 

@@ -241,15 +241,12 @@ func (c *Comm) Handle(err error) error {
 	if err == nil || c.ErrorHandler() != ErrorsAreFatal {
 		return err
 	}
-	code := 1
-	var cl interface{ Code() int }
+	code := 1 // an error of no class (none of gompix's)
 	for _, e := range unwrapAll(err) {
-		if x, ok := e.(interface{ Code() int }); ok && cl == nil {
-			cl = x
+		if cl, ok := e.(interface{ Code() int }); ok {
+			code = cl.Code()
+			break
 		}
-	}
-	if cl != nil {
-		code = cl.Code()
 	}
 	abortJob(code, fmt.Sprintf("gompix: rank %d: fatal error (the communicator's handler is ErrorsAreFatal): %v", c.Rank(), err))
 	return err

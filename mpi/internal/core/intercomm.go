@@ -238,6 +238,30 @@ func (ic *Intercomm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 	return ic.p2p.Irecv(buf, s, tag)
 }
 
+// Sendrecv sends sendbuf to remote rank dest and receives into recvbuf
+// from remote rank src, both at once.
+func (ic *Intercomm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
+	d, err := ic.peer("sendrecv", dest, false)
+	if err != nil {
+		return Status{}, err
+	}
+	s, err := ic.peer("sendrecv", src, true)
+	if err != nil {
+		return Status{}, err
+	}
+	return ic.p2p.Sendrecv(sendbuf, d, sendtag, recvbuf, s, recvtag)
+}
+
+// Probe blocks until a message from remote rank src (or AnySource) with
+// tag can be received and describes it.
+func (ic *Intercomm) Probe(src, tag int) (Status, error) {
+	s, err := ic.peer("probe", src, true)
+	if err != nil {
+		return Status{}, err
+	}
+	return ic.p2p.Probe(s, tag)
+}
+
 // Free frees the intercommunicator; collective over both groups.
 func (ic *Intercomm) Free() error {
 	err := ic.union.Free()

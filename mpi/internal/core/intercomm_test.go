@@ -104,6 +104,24 @@ func interP2P(ic *Intercomm, inA bool, remoteWorld []int) error {
 			}
 		}
 	}
+	// Sendrecv between the ranks both groups have, after a Probe of it.
+	if me < ic.RemoteSize() {
+		got := []int64{-1}
+		if err := ic.Send(Slice([]int64{int64(myWorld)}), me, 3); err != nil {
+			return err
+		}
+		st, err := ic.Probe(AnySource, 3)
+		if err != nil || st.Source != me || st.Bytes != 8 {
+			return fmt.Errorf("probe: %+v %v", st, err)
+		}
+		if _, err := ic.Recv(Slice(got), me, 3); err != nil {
+			return err
+		}
+		st, err = ic.Sendrecv(Slice([]int64{int64(myWorld)}), me, 4, Slice(got), me, 4)
+		if err != nil || st.Source != me || int(got[0]) != remoteWorld[me] {
+			return fmt.Errorf("sendrecv: %+v %v, got %d, want %d", st, err, got[0], remoteWorld[me])
+		}
+	}
 	return ic.Barrier()
 }
 
