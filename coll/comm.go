@@ -3,7 +3,7 @@ package coll
 // Comm is what the collectives need from point-to-point: tagged, ordered,
 // nonblocking byte messages on a context private to collectives. Messages
 // from one rank to another with the same tag are non-overtaking. Tags used
-// by coll lie in [0, 2^24).
+// by coll lie in [0, 2^23).
 type Comm interface {
 	Rank() int
 	Size() int

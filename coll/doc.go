@@ -57,7 +57,7 @@
 // # Tags
 //
 // A State, one per communicator, numbers the collectives started on it; the
-// n-th collective uses tag n mod 2^24 for all of its messages. Collectives on
+// n-th collective uses tag n mod 2^23 for all of its messages. Collectives on
 // a communicator are started in the same order on every rank (MPI's rule), so
 // several nonblocking collectives can be in flight at once without their
 // messages mixing. Within one collective, two ranks exchange messages in the

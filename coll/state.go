@@ -13,8 +13,14 @@ import (
 // empty contribution elsewhere.
 var InPlace []byte = nil
 
-// tagMask keeps collective tags in [0, 2^24).
-const tagMask = 1<<24 - 1
+// tagMask keeps collective tags in [0, 2^23). The upper half of the 24-bit
+// tag space on the collective context (GroupTagBase up) is left to callers'
+// messages among a subset of the ranks, which take no part in the sequence
+// (mpi's CommCreateGroup).
+const tagMask = 1<<23 - 1
+
+// GroupTagBase is the first tag of the collective context no State uses.
+const GroupTagBase = tagMask + 1
 
 // Call says how one collective runs, apart from its arguments: every
 // collective method of State takes one. The zero Call is a nonblocking call

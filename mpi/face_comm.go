@@ -96,13 +96,13 @@ func Waitany(rs ...*Request) (int, Status, error) {
 
 // Send sends buf to rank dest with tag (blocking, standard mode).
 func (c *Comm) Send(buf Buffer, dest, tag int) error {
-	return face(coreComm(c).Send(cb(buf), dest, tag))
+	return c.fail(coreComm(c).Send(cb(buf), dest, tag))
 }
 
 // Ssend sends in synchronous mode: it returns once the receiver has
 // matched the message.
 func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
-	return face(coreComm(c).Ssend(cb(buf), dest, tag))
+	return c.fail(coreComm(c).Ssend(cb(buf), dest, tag))
 }
 
 // Recv receives into buf from src (or AnySource) with tag (or AnyTag). A
@@ -110,25 +110,25 @@ func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
 // message's real size.
 func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
 	err = coreComm(c).RecvInto(coreStatus(&s), cb(buf), src, tag)
-	return s, face(err)
+	return s, c.fail(err)
 }
 
 // Isend starts a standard-mode send.
 func (c *Comm) Isend(buf Buffer, dest, tag int) (*Request, error) {
 	r0, r1 := coreComm(c).Isend(cb(buf), dest, tag)
-	return faceRequest(r0), face(r1)
+	return faceRequest(r0), c.fail(r1)
 }
 
 // Issend starts a synchronous-mode send.
 func (c *Comm) Issend(buf Buffer, dest, tag int) (*Request, error) {
 	r0, r1 := coreComm(c).Issend(cb(buf), dest, tag)
-	return faceRequest(r0), face(r1)
+	return faceRequest(r0), c.fail(r1)
 }
 
 // Irecv starts a receive.
 func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 	r0, r1 := coreComm(c).Irecv(cb(buf), src, tag)
-	return faceRequest(r0), face(r1)
+	return faceRequest(r0), c.fail(r1)
 }
 
 // Sendrecv sends sendbuf to dest and receives into recvbuf from src, both
@@ -143,18 +143,18 @@ func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, 
 	var s Status
 	var err error
 	*coreStatus(&s), err = coreComm(c).Sendrecv(cb(sendbuf), dest, sendtag, cb(recvbuf), src, recvtag)
-	return s, face(err)
+	return s, c.fail(err)
 }
 
 // Probe blocks until a message from src with tag can be received and
 // describes it (use CountOf to size the buffer).
 func (c *Comm) Probe(src, tag int) (Status, error) {
 	r0, r1 := coreComm(c).Probe(src, tag)
-	return Status(r0), face(r1)
+	return Status(r0), c.fail(r1)
 }
 
 // Iprobe is the nonblocking Probe.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
 	r0, r1, r2 := coreComm(c).Iprobe(src, tag)
-	return Status(r0), r1, face(r2)
+	return Status(r0), r1, c.fail(r2)
 }

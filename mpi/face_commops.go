@@ -6,7 +6,7 @@ import "github.com/gompix/gompix/mpi/internal/core"
 // messages on one never match receives on the other.
 func (c *Comm) Dup() (*Comm, error) {
 	r0, r1 := coreComm(c).Dup()
-	return faceComm(r0), face(r1)
+	return faceComm(r0), c.fail(r1)
 }
 
 // Split partitions c by color: ranks passing the same color form a new
@@ -14,7 +14,7 @@ func (c *Comm) Dup() (*Comm, error) {
 // Undefined gets nil.
 func (c *Comm) Split(color, key int) (*Comm, error) {
 	r0, r1 := coreComm(c).Split(color, key)
-	return faceComm(r0), face(r1)
+	return faceComm(r0), c.fail(r1)
 }
 
 // SplitKind selects how SplitType groups ranks.
@@ -27,7 +27,7 @@ const SplitShared SplitKind = 1
 // of each node together, ordered by key.
 func (c *Comm) SplitType(kind SplitKind, key int) (*Comm, error) {
 	r0, r1 := coreComm(c).SplitType(core.SplitKind(kind), key)
-	return faceComm(r0), face(r1)
+	return faceComm(r0), c.fail(r1)
 }
 
 // Free releases the communicator; operations on it then fail with
@@ -36,5 +36,5 @@ func (c *Comm) SplitType(kind SplitKind, key int) (*Comm, error) {
 // normally (MPI_Comm_free only marks it): the resources they may use are
 // released when the last of them completes.
 func (c *Comm) Free() error {
-	return face(coreComm(c).Free())
+	return c.fail(coreComm(c).Free())
 }

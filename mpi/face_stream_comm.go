@@ -60,7 +60,7 @@ func (c *StreamComm) Free() error {
 // (its Enqueue operations fail there with ErrComm).
 func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 	r0, r1 := coreComm(c).StreamComm(coreStream(s))
-	return wrapStreamComm(r0), face(r1)
+	return wrapStreamComm(r0), c.fail(r1)
 }
 
 // Stream is the communicator's stream on this rank (nil for none).

@@ -36,6 +36,9 @@ type Comm struct {
 	// life tracks the nonblocking collectives in flight, so that Free
 	// leaves their resources to the last one (collective.go).
 	pending commLife
+	// x holds what few communicators have: a topology, attributes, info
+	// hints, an error handler (commext.go); nil until one is set.
+	x atomic.Pointer[commExt]
 }
 
 // lifetime is the span between a world's creation and Finalize.
@@ -43,8 +46,15 @@ type lifetime struct{ ended atomic.Bool }
 
 func newComm(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, life: new(lifetime)} }
 
-// derive wraps a communicator created from c.
-func (c *Comm) derive(pc *pt2pt.Comm) *Comm { return &Comm{pc: pc, nodeID: c.nodeID, life: c.life} }
+// derive wraps a communicator created from c, which inherits c's error
+// handler (as MPI has every new communicator do).
+func (c *Comm) derive(pc *pt2pt.Comm) *Comm {
+	nc := &Comm{pc: pc, nodeID: c.nodeID, life: c.life}
+	if c.ErrorHandler() == ErrorsAreFatal {
+		nc.ext().fatal = true
+	}
+	return nc
+}
 
 // end makes every later operation on c, the communicators made from it and
 // their requests fail with ErrNotInitialized (Finalize).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+
+	"github.com/gompix/gompix/pt2pt"
 )
 
 // Creating a communicator is collective over the parent. Context ids are
@@ -21,11 +23,17 @@ import (
 // member, so the loop almost always ends after one try.
 
 func (c *Comm) agreeContext() (uint32, error) {
-	e := c.pc.Engine()
-	v, err := c.allreduceMaxInt(int(e.NextContext()))
+	return agreeContextBy(c.pc.Engine(), c.allreduceMaxInts)
+}
+
+// agreeContextBy is agreeContext over the processes maxInts reduces over
+// (a communicator's, or an intercommunicator's two groups).
+func agreeContextBy(e *pt2pt.Engine, maxInts func(vals ...int) ([]int, error)) (uint32, error) {
+	r0, err := maxInts(int(e.NextContext()))
 	if err != nil {
 		return 0, err
 	}
+	v := r0[0]
 	for {
 		id := uint32(v)
 		// An unusable id (ids exhausted) is the same on every member, and
@@ -38,7 +46,7 @@ func (c *Comm) agreeContext() (uint32, error) {
 		if ok {
 			failed = 0
 		}
-		r, err := c.allreduceMaxInts(failed, int(e.NextContext()))
+		r, err := maxInts(failed, int(e.NextContext()))
 		if err != nil {
 			return 0, err
 		}
@@ -53,6 +61,19 @@ func (c *Comm) agreeContext() (uint32, error) {
 // Dup returns a new communicator with the same group and a new context:
 // messages on one never match receives on the other.
 func (c *Comm) Dup() (*Comm, error) {
+	nc, err := c.sameGroup()
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.inheritFrom(c); err != nil {
+		return nil, err
+	}
+	return nc, nil
+}
+
+// sameGroup is Dup without what Dup alone passes on (attributes, info,
+// topology).
+func (c *Comm) sameGroup() (*Comm, error) {
 	if err := c.check("comm dup"); err != nil {
 		return nil, err
 	}
@@ -143,6 +164,9 @@ func (c *Comm) Free() error {
 		return &Error{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("the world communicator cannot be freed")}
 	case c.pc.Freed():
 		return &Error{Op: "comm free", Class: ErrComm, Err: fmt.Errorf("communicator already freed")}
+	}
+	if err := c.dropAttrs(); err != nil {
+		return err
 	}
 	// Free is collective: the device engine's barrier is taken here, with
 	// every rank in the call, even when the release itself is left to the

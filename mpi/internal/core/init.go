@@ -171,7 +171,12 @@ func Abort(code int) {
 	if code == 0 {
 		code = 1
 	}
-	msg := fmt.Sprintf("gompix: MPI_Abort called with code %d", code)
+	abortJob(code, fmt.Sprintf("gompix: MPI_Abort called with code %d", code))
+}
+
+// abortJob prints msg and ends the job with code (Abort, and a fatal
+// error handler).
+func abortJob(code int, msg string) {
 	fmt.Fprintln(os.Stderr, msg)
 	// TryLock: an Abort from a goroutine while Init or Finalize runs
 	// still exits, without the launcher's word.
@@ -182,5 +187,5 @@ func Abort(code int) {
 			_ = s.rt.Abort(code, msg)
 		}
 	}
-	os.Exit(code)
+	exit(code)
 }
