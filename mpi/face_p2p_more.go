@@ -124,7 +124,8 @@ func (c *Comm) Bsend(buf Buffer, dest, tag int) error {
 }
 
 // Ibsend is the nonblocking Bsend (MPI_Ibsend): the copy into the attached
-// buffer is made at once, so the request it returns is complete.
+// buffer is made at once, so the request it returns is complete (its first
+// Wait or Test reports it).
 func (c *Comm) Ibsend(buf Buffer, dest, tag int) (*Request, error) {
 	r, err := coreComm(c).Ibsend(cb(buf), dest, tag)
 	return faceRequest(r), face(err)

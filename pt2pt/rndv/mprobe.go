@@ -23,6 +23,9 @@ type mmsg struct {
 // descriptor found in the wrapped transport is received at once (it is
 // short and has arrived) for the size of the data it announces, which is
 // what the probe reports; the data moves only at Mrecv, as for a receive.
+// A probe or receive of another goroutine may be moving one sender's
+// messages into the stash meanwhile; MPI orders no two calls of different
+// threads, so a probe may then see them in either place.
 func (t *Transport) Improbe(tag, mask uint64) (pt2pt.Matched, bool, error) {
 	mask &^= pt2pt.DescriptorBit
 	tag &= mask

@@ -124,13 +124,22 @@ func (c *Comm) Bsend(buf Buffer, dest, tag int) error {
 }
 
 // Ibsend is the nonblocking Bsend (MPI_Ibsend): the copy into the attached
-// buffer is made at once, so the request it returns is complete.
+// buffer is made at once, so the request it returns is complete (its first
+// Wait or Test reports it).
 func (c *Comm) Ibsend(buf Buffer, dest, tag int) (*Request, error) {
 	if err := c.bsend("ibsend", buf, dest, tag); err != nil {
 		return nil, err
 	}
-	return &Request{done: true, life: c.life}, nil
+	return &Request{sched: copiedOut{}, life: c.life}, nil
 }
+
+// copiedOut drives an Ibsend's request: complete from the start, but
+// active until the application waits for it or tests it (Waitany and
+// Testany count it), as any request is.
+type copiedOut struct{}
+
+func (copiedOut) Test() (bool, error) { return true, nil }
+func (copiedOut) Wait() error         { return nil }
 
 func (c *Comm) bsend(op string, buf Buffer, dest, tag int) error {
 	if err := c.check(op); err != nil {

@@ -170,8 +170,11 @@ func bufferedSends(w *Comm) error {
 	if err != nil {
 		return err
 	}
-	if ok, _, err := r.Test(); !ok || err != nil {
-		return errorf("ibsend's request: done %v, %v", ok, err)
+	if i, _, err := Waitany(nil, r); i != 1 || err != nil {
+		return errorf("waitany on ibsend's request: %d, %v; want 1", i, err)
+	}
+	if i, ok, _, _ := Testany(r); i != -1 || !ok {
+		return errorf("testany on ibsend's request once waited: %d %v; want none active", i, ok)
 	}
 	clear(small)
 	large := fillSeeded(big, w.Rank()+1)
