@@ -41,6 +41,7 @@ type Engine struct {
 	br  BlockingReceiver
 	imm ImmediateSender
 	ir  ImmediateReceiver
+	mp  MatchedProber
 	// neutral: the transport is Caps.SchedulerNeutral, so passScheduler has
 	// nothing to prevent and returns at once.
 	neutral bool
@@ -153,7 +154,7 @@ func NewEngine(t Transport, o Options) *Engine {
 	e := &Engine{t: t, spin: o.SpinIterations, yield: o.YieldRounds, nextCtx: 2,
 		deviceOK: c.DeviceMemory, neutral: c.SchedulerNeutral, pinFree: c.PinFreeRecvBelow,
 		fp: c.FocusedProgress, fi: c.FocusedIdle, br: c.BlockingRecv,
-		imm: c.ImmediateSend, ir: c.ImmediateRecv}
+		imm: c.ImmediateSend, ir: c.ImmediateRecv, mp: c.MatchedProbe}
 	e.world = &Comm{e: e, ctx: 0, rank: t.Rank(), size: t.Size()}
 	return e
 }

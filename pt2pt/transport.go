@@ -119,6 +119,7 @@ type Caps struct {
 	BlockingRecv    BlockingReceiver
 	ImmediateSend   ImmediateSender
 	ImmediateRecv   ImmediateReceiver
+	MatchedProbe    MatchedProber // matched probe (mprobe.go)
 }
 
 // FocusedProgresser (Caps.FocusedProgress) progresses until one particular

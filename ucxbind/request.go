@@ -179,8 +179,12 @@ func (w *Worker) recvArgs(p unsafe.Pointer, n int, tag, mask uint64, hint, spins
 }
 
 // Message is a probed and removed (matched) message awaiting RecvMessage.
+// It keeps the tag and length the probe saw: a receive that truncates may
+// complete reporting only what fitted.
 type Message struct {
-	m unsafe.Pointer
+	m      unsafe.Pointer
+	tag    uint64
+	length uint64
 }
 
 // ProbeInfo describes a message found by Probe.
@@ -202,12 +206,19 @@ func (w *Worker) Probe(tag, mask uint64, remove bool) (ProbeInfo, Message, bool)
 	if out.found == 0 {
 		return ProbeInfo{}, Message{}, false
 	}
-	return ProbeInfo{Tag: uint64(out.tag), Length: int(out.length)}, Message{m: out.msg}, true
+	return ProbeInfo{Tag: uint64(out.tag), Length: int(out.length)}, Message{m: out.msg, tag: uint64(out.tag), length: uint64(out.length)}, true
 }
 
 // RecvMessage receives a message previously matched by Probe(remove=true).
+// The Request reports the tag and the real length the probe saw, also
+// when the receive truncates (as a posted receive's does). The caller holds
+// the worker, so no callback runs while the request's fields are set.
 func (w *Worker) RecvMessage(m Message, p unsafe.Pointer, n int, hint int) (Request, error) {
 	var res C.gx_result
 	C.gx_tag_msg_recv(w.h, p, C.size_t(n), m.m, C.int(hint), &res)
+	res.tag, res.length = C.uint64_t(m.tag), C.uint64_t(m.length)
+	if res.req != nil {
+		res.req.tag, res.req.length = C.uint64_t(m.tag), C.uint64_t(m.length)
+	}
 	return newRequest(&res)
 }

@@ -194,5 +194,6 @@ func (t *Transport) Idle() {
 
 func (t *Transport) Close() error { return nil }
 
-// Caps: host memory, and none of the optional operations.
-func (t *Transport) Caps() pt2pt.Caps { return pt2pt.Caps{} }
+// Caps: host memory, and of the optional operations only the matched
+// probe (mprobe.go).
+func (t *Transport) Caps() pt2pt.Caps { return pt2pt.Caps{MatchedProbe: t} }

@@ -24,6 +24,15 @@ func (c capable) TrySend(int, pt2pt.Mem, uint64) (pt2pt.Op, bool, error) {
 func (c capable) TryRecv(pt2pt.Mem, uint64, uint64) (pt2pt.Received, bool, error) {
 	return pt2pt.Received{}, false, nil
 }
+func (c capable) Improbe(uint64, uint64) (pt2pt.Matched, bool, error) {
+	return pt2pt.Matched{}, false, nil
+}
+func (c capable) Mrecv(pt2pt.Matched, pt2pt.Mem) (pt2pt.Op, error) { return nil, nil }
+
+// bare hides every capability of the transport it wraps.
+type bare struct{ pt2pt.Transport }
+
+func (bare) Caps() pt2pt.Caps { return pt2pt.Caps{} }
 
 // Caps sets every field of pt2pt.Caps, found by reflection, so that a
 // capability added to Caps is set here too.
@@ -77,13 +86,13 @@ func TestCapsPassThrough(t *testing.T) {
 		}
 	}
 
-	if c, want := New(f.Transport(0), Config{}).Caps(), (pt2pt.Caps{PinFreeRecvBelow: descSize}); c != want {
+	if c, want := New(bare{f.Transport(0)}, Config{}).Caps(), (pt2pt.Caps{PinFreeRecvBelow: descSize}); c != want {
 		t.Errorf("over a transport with no capability: %+v, want %+v", c, want)
 	}
-	if c := New(f.Transport(0), Config{Threshold: -1}).Caps(); c != (pt2pt.Caps{}) {
+	if c := New(bare{f.Transport(0)}, Config{Threshold: -1}).Caps(); c != (pt2pt.Caps{}) {
 		t.Errorf("without descriptors, over a transport with no capability: %+v, want none", c)
 	}
-	c := New(f.Transport(0), Config{Mover: &memMover{}}).Caps()
+	c := New(bare{f.Transport(0)}, Config{Mover: &memMover{}}).Caps()
 	if want := (pt2pt.Caps{DeviceMemory: true, PinFreeRecvBelow: descSize}); c != want {
 		t.Errorf("with a mover, over a transport with no capability: %+v, want %+v", c, want)
 	}

@@ -50,6 +50,7 @@ type Transport struct {
 	imm       pt2pt.ImmediateSender // the wrapped transport's, or nil
 	ir        pt2pt.ImmediateReceiver
 	br        pt2pt.BlockingReceiver
+	mp        pt2pt.MatchedProber
 	// landing is where TryRecv receives a message shorter than a
 	// descriptor (a descriptor must fit wherever a receive lands), claimed
 	// by landingBusy; a concurrent TryRecv takes a small instead.
@@ -117,7 +118,7 @@ func New(inner pt2pt.Transport, cfg Config) *Transport {
 	c := inner.Caps()
 	t := &Transport{inner: inner, cfg: cfg, mv: cfg.Mover, inCaps: c, direct: c.DeviceMemory,
 		fp: c.FocusedProgress, fi: c.FocusedIdle, br: c.BlockingRecv,
-		imm: c.ImmediateSend, ir: c.ImmediateRecv}
+		imm: c.ImmediateSend, ir: c.ImmediateRecv, mp: c.MatchedProbe}
 	t.landing = new([descSize]byte)
 	var pol Policy
 	if t.mv != nil {
@@ -194,6 +195,9 @@ func (t *Transport) Caps() pt2pt.Caps {
 	}
 	if t.ir != nil {
 		c.ImmediateRecv = t
+	}
+	if t.mp != nil {
+		c.MatchedProbe = t
 	}
 	return c
 }
@@ -521,13 +525,7 @@ func (t *Transport) irecv(m pt2pt.Mem, tag, mask uint64, blocking bool) (pt2pt.O
 	}
 	if t.nstash.Load() > 0 {
 		if s, ok := t.takeStash(tag, mask); ok {
-			if s.small == nil {
-				return t.stashedPlain(m, s), nil
-			}
-			o := t.newRecv(m)
-			o.small, o.landing = s.small, s.small.mem(descSize)
-			o.inner = doneOp{pt2pt.Result{Tag: s.tag, Len: descSize}}
-			return o, nil
+			return t.recvStashed(m, s), nil
 		}
 	}
 	if !t.descs && (m.Kind == pt2pt.Host || t.direct) {
@@ -662,6 +660,19 @@ func (t *Transport) takeStash(tag, mask uint64) (stashed, bool) {
 		}
 	}
 	return stashed{}, false
+}
+
+// recvStashed is a receive into m of s, a message taken off the wrapped
+// transport: done at once for plain data, the descriptor's protocol for
+// the rest (the op's transport operation is done already).
+func (t *Transport) recvStashed(m pt2pt.Mem, s stashed) *op {
+	if s.small == nil {
+		return t.stashedPlain(m, s)
+	}
+	o := t.newRecv(m)
+	o.small, o.landing = s.small, s.small.mem(descSize)
+	o.inner = doneOp{pt2pt.Result{Tag: s.tag, Len: descSize}}
+	return o
 }
 
 // stashedPlain delivers a stashed plain message into m: the receive is

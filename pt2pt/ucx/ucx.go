@@ -225,6 +225,7 @@ func (t *Transport) Caps() pt2pt.Caps {
 		BlockingRecv:     t,
 		ImmediateSend:    t,
 		ImmediateRecv:    t,
+		MatchedProbe:     t,
 	}
 }
 

@@ -110,6 +110,7 @@ func Finalize() error {
 	if cur == nil {
 		return &Error{Op: "finalize", Class: ErrNotInitialized}
 	}
+	drainBuffered() // Bsend's messages still in flight must arrive
 	s := cur
 	cur = nil
 	finalized = true
