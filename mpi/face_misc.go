@@ -63,7 +63,7 @@ func ReduceLocal(in, inout Buffer, op Op) error {
 // shorter one is received as it is. Like every collective, all ranks call
 // it, and collectives on one communicator are ordered.
 func (c *Comm) Alltoallw(send, recv []Buffer) error {
-	return face(coreComm(c).Alltoallw(cbs(send), cbs(recv)))
+	return c.fail(coreComm(c).Alltoallw(cbs(send), cbs(recv)))
 }
 
 // cbs is bs as core sees them (a nil list stays nil).

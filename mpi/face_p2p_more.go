@@ -22,14 +22,14 @@ func coreMessage(m *Message) *core.Message { return (*core.Message)(unsafe.Point
 // (use CountOf to size the buffer).
 func (c *Comm) Mprobe(src, tag int) (*Message, Status, error) {
 	m, st, err := coreComm(c).Mprobe(src, tag)
-	return faceMessage(m), Status(st), face(err)
+	return faceMessage(m), Status(st), c.fail(err)
 }
 
 // Improbe is the nonblocking Mprobe: it reports whether a message was
 // there (and is now the returned one's).
 func (c *Comm) Improbe(src, tag int) (*Message, Status, bool, error) {
 	m, st, ok, err := coreComm(c).Improbe(src, tag)
-	return faceMessage(m), Status(st), ok, face(err)
+	return faceMessage(m), Status(st), ok, c.fail(err)
 }
 
 // Recv receives the message into buf (MPI_Mrecv). A message larger than buf
@@ -53,20 +53,20 @@ func (m *Message) Irecv(buf Buffer) (*Request, error) {
 // fails with ErrTruncate.
 func (c *Comm) SendrecvReplace(buf Buffer, dest, sendtag, src, recvtag int) (Status, error) {
 	st, err := coreComm(c).SendrecvReplace(cb(buf), dest, sendtag, src, recvtag)
-	return Status(st), face(err)
+	return Status(st), c.fail(err)
 }
 
 // Rsend sends in ready mode (MPI_Rsend): the caller promises that the
 // matching receive is posted. gompix gains nothing from the promise and
 // sends as Send does, which MPI allows.
 func (c *Comm) Rsend(buf Buffer, dest, tag int) error {
-	return face(coreComm(c).Rsend(cb(buf), dest, tag))
+	return c.fail(coreComm(c).Rsend(cb(buf), dest, tag))
 }
 
 // Irsend starts a ready-mode send (MPI_Irsend), as Isend.
 func (c *Comm) Irsend(buf Buffer, dest, tag int) (*Request, error) {
 	r, err := coreComm(c).Irsend(cb(buf), dest, tag)
-	return faceRequest(r), face(err)
+	return faceRequest(r), c.fail(err)
 }
 
 // Testany tests the active requests once each, in order, and reports the
@@ -120,7 +120,7 @@ func BufferDetach() ([]byte, error) {
 // and buf is free. Without an attached buffer, or without room in it for
 // the message, it is an ErrBuffer and nothing is sent.
 func (c *Comm) Bsend(buf Buffer, dest, tag int) error {
-	return face(coreComm(c).Bsend(cb(buf), dest, tag))
+	return c.fail(coreComm(c).Bsend(cb(buf), dest, tag))
 }
 
 // Ibsend is the nonblocking Bsend (MPI_Ibsend): the copy into the attached
@@ -128,5 +128,5 @@ func (c *Comm) Bsend(buf Buffer, dest, tag int) error {
 // Wait or Test reports it).
 func (c *Comm) Ibsend(buf Buffer, dest, tag int) (*Request, error) {
 	r, err := coreComm(c).Ibsend(cb(buf), dest, tag)
-	return faceRequest(r), face(err)
+	return faceRequest(r), c.fail(err)
 }

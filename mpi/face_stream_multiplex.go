@@ -43,7 +43,7 @@ func (c *MultiplexComm) inner() *core.MultiplexComm {
 // and distinct). It is collective over c.
 func (c *Comm) StreamCommMultiplex(streams []*Stream) (*MultiplexComm, error) {
 	r0, r1 := coreComm(c).StreamCommMultiplex(streamList(streams))
-	return wrapMultiplexComm(r0), face(r1)
+	return wrapMultiplexComm(r0), c.fail(r1)
 }
 
 // NumStreams is the number of streams bound on this rank.
