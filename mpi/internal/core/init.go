@@ -182,5 +182,6 @@ func Abort(code int) {
 			_ = s.rt.Abort(code, msg)
 		}
 	}
+	_ = writeTrace() // the timeline up to the abort stays readable
 	os.Exit(code)
 }

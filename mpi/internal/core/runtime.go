@@ -11,6 +11,7 @@ import (
 	"github.com/gompix/gompix/internal/bootstrap"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
@@ -81,6 +82,7 @@ type startConfig struct {
 	settle         time.Duration
 	bind           string // auto or none
 	fast           int    // 1: per-message UCX calls on a C stack; 0: through cgo
+	obs            observeConfig
 }
 
 func readStartConfig() (startConfig, error) {
@@ -107,7 +109,8 @@ func readStartConfig() (startConfig, error) {
 	if c.fast != 0 && c.fast != 1 {
 		return c, fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", c.fast)
 	}
-	return c, nil
+	c.obs, err = readObserveConfig()
+	return c, err
 }
 
 // Start joins the job, makes the transport and the engine over it, and
@@ -119,6 +122,7 @@ func Start(h Hooks) (*Runtime, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
+	logx.Configure(cfg.obs.debug)
 	// Read before any resource exists, so a bad setting leaks nothing;
 	// SameNode reads the node table Join makes below.
 	var job *bootstrap.Job
@@ -147,6 +151,7 @@ func Start(h Hooks) (*Runtime, error) {
 		_ = rt.Close(false)
 		return nil, err
 	}
+	startObserve(rt, cfg.obs, gcfg)
 	return rt, nil
 }
 
@@ -267,6 +272,9 @@ const finalizeReportTimeout = 30 * time.Second
 // it, and Start where it fails after the transport exists.
 func (rt *Runtime) Close(finalizing bool) error {
 	err := rt.Engine.Close()
+	if terr := writeTrace(); err == nil {
+		err = terr
+	}
 	if rt.stopProfile != nil {
 		if perr := rt.stopProfile(); err == nil {
 			err = perr

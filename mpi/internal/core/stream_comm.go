@@ -269,6 +269,9 @@ func (c *StreamComm) enqueueReq(s *Stream, start func() (*Request, error)) error
 
 // p2p validates and enqueues a blocking point-to-point operation.
 func (c *StreamComm) p2p(op string, buf Buffer, peer, tag int, recv bool, start func() (*Request, error)) error {
+	if traceOn {
+		defer c.Comm.p2pSpan(enqueueName(op), buf, peer).onStream(c.s).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return err
@@ -382,6 +385,9 @@ func (r *StreamRequest) isDone() bool {
 // nonblocking validates and enqueues a nonblocking point-to-point
 // operation: the stream runs on past it; the engine polls it to completion.
 func (c *StreamComm) nonblocking(op string, buf Buffer, peer, tag int, recv bool, start func() (*Request, error)) (*StreamRequest, error) {
+	if traceOn {
+		defer c.Comm.p2pSpan(enqueueName(op), buf, peer).onStream(c.s).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return nil, err
@@ -443,6 +449,9 @@ func (c *StreamComm) WaitEnqueue(r *StreamRequest) error {
 // ErrRequest error and nothing is enqueued.
 func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 	const op = "wait enqueue"
+	if traceOn {
+		defer begin(enqueueName(op), "stream").onStream(c.s).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return err
@@ -501,6 +510,9 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 // the host path, the later ones take it too until it has started (then
 // every rank starts them in enqueue order, whichever path each takes).
 func (c *StreamComm) coll(op string, bufs []Buffer, start func(m call) (*Request, error)) error {
+	if traceOn {
+		defer c.enqueueSpan(op, bufs).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return err

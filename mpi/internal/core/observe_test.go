@@ -1,0 +1,168 @@
+package core
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gompix/gompix/internal/logx"
+)
+
+func init() { scenarios["observe-trace"] = traceScenario }
+
+// traceScenario runs one call of each family the trace hooks: point to
+// point (blocking and not), requests, collectives, a communicator call.
+func traceScenario(w *Comm) error {
+	peer := 1 - w.Rank()
+	buf := Slice(make([]int64, 128)) // 1 KiB
+	if w.Rank() == 0 {
+		if err := w.Send(buf, peer, 1); err != nil {
+			return err
+		}
+	} else if _, err := w.Recv(buf, peer, 1); err != nil {
+		return err
+	}
+	in := Slice([]float64{1, 2, 3, 4})
+	out := Slice(make([]float64, 4))
+	if err := w.Allreduce(in, out, Sum); err != nil {
+		return err
+	}
+	r1, err := w.Irecv(Slice(make([]byte, 8)), peer, 2)
+	if err != nil {
+		return err
+	}
+	r2, err := w.Isend(Slice(make([]byte, 8)), peer, 2)
+	if err != nil {
+		return err
+	}
+	if _, err := Waitall(r1, r2); err != nil {
+		return err
+	}
+	d, err := w.Dup()
+	if err != nil {
+		return err
+	}
+	if err := d.Free(); err != nil {
+		return err
+	}
+	return w.Barrier()
+}
+
+type traceEvent struct {
+	Name, Cat, Ph string
+	TS, Dur       float64
+	PID           int
+	TID           int64
+	Args          map[string]any
+}
+
+// TestTraceTwoRanks: a 2-rank job under GOMPIX_TRACE writes one file per
+// rank that encoding/json reads, holding each call with its details.
+func TestTraceTwoRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process job")
+	}
+	dir := t.TempDir()
+	runJobEnv(t, []string{"GOMPIX_TRACE=" + filepath.Join(dir, "trace.%r.json")}, "observe-trace", 2)
+	for rank := 0; rank < 2; rank++ {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("trace.%d.json", rank)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if os.Getenv("SHOWTRACE") != "" {
+			t.Logf("%s", data)
+		}
+		var doc struct{ TraceEvents []traceEvent }
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("rank %d: not JSON: %v", rank, err)
+		}
+		byName := map[string]traceEvent{}
+		for _, e := range doc.TraceEvents {
+			if e.Ph != "X" {
+				continue
+			}
+			if e.PID != rank || e.TID == 0 || e.Dur < 0 || e.TS <= 0 {
+				t.Errorf("rank %d: event %+v", rank, e)
+			}
+			if _, seen := byName[e.Name]; !seen {
+				byName[e.Name] = e
+			}
+		}
+		p2p := "MPI_Send"
+		if rank == 1 {
+			p2p = "MPI_Recv"
+		}
+		want := []string{p2p, "MPI_Allreduce", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Comm_dup", "MPI_Comm_free", "MPI_Barrier"}
+		for _, name := range want {
+			if _, ok := byName[name]; !ok {
+				t.Errorf("rank %d: no %s event; have %v", rank, name, keys(byName))
+			}
+		}
+		// One event per application call: Dup's allreduces and Waitall's
+		// waits are inside them.
+		if n := len(doc.TraceEvents) - 2; n != len(want) {
+			t.Errorf("rank %d: %d events; want %d (one per call): %v", rank, n, len(want), keys(byName))
+		}
+		if e := byName[p2p]; e.Args["bytes"] != 1024.0 || e.Args["peer"] != float64(1-rank) || !strings.HasPrefix(fmt.Sprint(e.Args["path"]), "host, same node") || e.Cat != "p2p" {
+			t.Errorf("rank %d: %s event %+v", rank, p2p, e)
+		}
+		if e := byName["MPI_Allreduce"]; e.Args["bytes"] != 32.0 || e.Args["algorithm"] == nil || e.Cat != "coll" {
+			t.Errorf("rank %d: allreduce event %+v", rank, e)
+		}
+	}
+}
+
+func keys(m map[string]traceEvent) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestInitRefusesBadObserveSettings: an unknown GOMPIX_DEBUG word, an
+// unknown GOMPIX_DEBUG_SUBSYS one, a bad GOMPIX_NVTX and GOMPIX_NVTX=on
+// without a library fail Init with ErrArg, naming what is wrong, before
+// anything is made.
+func TestInitRefusesBadObserveSettings(t *testing.T) {
+	for _, c := range []struct {
+		env   [][2]string
+		words []string
+	}{
+		{[][2]string{{"GOMPIX_DEBUG", "verbose"}}, []string{`"verbose"`, "WARN", "INFO", "TRACE", "coll", "wireup"}},
+		{[][2]string{{"GOMPIX_DEBUG", "INFO"}, {"GOMPIX_DEBUG_SUBSYS", "init,nics"}}, []string{"GOMPIX_DEBUG_SUBSYS", `"nics"`}},
+		{[][2]string{{"GOMPIX_NVTX", "sometimes"}}, []string{"GOMPIX_NVTX", "auto, on or off"}},
+		{[][2]string{{"GOMPIX_NVTX", "on"}, {"GOMPIX_NVTX_LIB", "/nonexistent/libnvToolsExt.so"}}, []string{"GOMPIX_NVTX=on", "/nonexistent/libnvToolsExt.so"}},
+	} {
+		t.Run(c.env[len(c.env)-1][1], func(t *testing.T) {
+			for _, kv := range c.env {
+				t.Setenv(kv[0], kv[1])
+			}
+			err := Init()
+			if err == nil {
+				Finalize()
+				t.Fatal("Init succeeded")
+			}
+			if !errors.Is(err, ErrArg) {
+				t.Errorf("Init: %v; want class ErrArg", err)
+			}
+			for _, w := range c.words {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Init: %v; does not say %s", err, w)
+				}
+			}
+			if Initialized() {
+				t.Error("Initialized after a refused Init")
+			}
+		})
+	}
+	var le *logx.Error
+	t.Setenv("GOMPIX_DEBUG", "verbose")
+	if err := Init(); !errors.As(err, &le) || le.Word != "verbose" {
+		t.Errorf("Init: %v; want a *logx.Error for verbose", err)
+	}
+}
