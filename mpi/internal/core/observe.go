@@ -12,6 +12,7 @@ import (
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/internal/nvtx"
 	"github.com/gompix/gompix/internal/trace"
@@ -334,4 +335,15 @@ func (c *StreamComm) enqueueSpan(op string, bufs []Buffer) *span {
 		s.args.Bytes = bufBytes(recv)
 	}
 	return s.onStream(c.s)
+}
+
+// logGPUOpen says how the CUDA driver opened (GOMPIX_DEBUG's gpu).
+func logGPUOpen(d cudadrv.Driver, err error) {
+	switch {
+	case err != nil:
+		logx.Infof(logx.GPU, "no CUDA driver: %v", err)
+	case logx.On(logx.GPU, logx.Info):
+		v := d.Version()
+		logx.Infof(logx.GPU, "CUDA driver API %d.%d, %d device(s), loaded via %s", v/1000, v%1000/10, d.DeviceCount(), cudadrv.LoadedVia(d))
+	}
 }

@@ -185,6 +185,7 @@ func wire(ctx context.Context, job *bootstrap.Job, cfg startConfig, gcfg gpupath
 		return nil, err
 	}
 	rt.UCX = t
+	logx.Infof(logx.Wireup, "UCX transport up: %d ranks, device memory %v, oversubscribed %v, spin %d", env.Size, t.Caps().DeviceMemory, oversubscribed, spin)
 	if err := gcfg.CheckTransport(t); err != nil {
 		t.Close()
 		job.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/stream"
 )
@@ -113,6 +114,7 @@ func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 		nc.Free()
 		return nil, s.use(op)
 	}
+	logx.Infof(logx.Stream, "stream communicator of %d ranks on device %d (-1: no stream here)", nc.Size(), ord)
 	return &StreamComm{Comm: nc, s: s, pending: new(atomic.Int64)}, nil
 }
 
