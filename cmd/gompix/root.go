@@ -29,7 +29,7 @@ Run benchmarks as ranks of a job started by gompirun:
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("gompix {{.Version}}\n")
-	root.AddCommand(newOSUCmd(), newInfoCmd())
+	root.AddCommand(newOSUCmd(), newInfoCmd(), newPlotCmd())
 	return root
 }
 
