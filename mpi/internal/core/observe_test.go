@@ -166,3 +166,56 @@ func TestInitRefusesBadObserveSettings(t *testing.T) {
 		t.Errorf("Init: %v; want a *logx.Error for verbose", err)
 	}
 }
+
+// TestTraceStreams: enqueued operations (fake GPUs, 2 processes) are on
+// their stream's own timeline line, named, with the path of their buffers
+// (device ones staged, as GOMPIX_GPU_PATH says) and the device engine as
+// algorithm.
+func TestTraceStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process job")
+	}
+	for _, sc := range []string{"stream_p2p", "stream_coll"} {
+		t.Run(sc, func(t *testing.T) {
+			dir := t.TempDir()
+			runJobEnv(t, []string{fakeGPUEnv + "=1", "GOMPIX_GPU_PATH=staged", "GOMPIX_GPU_COLL_DIRECT=off",
+				"GOMPIX_TRACE=" + filepath.Join(dir, "t.%r.json")}, sc, 2)
+			data, err := os.ReadFile(filepath.Join(dir, "t.0.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct{ TraceEvents []traceEvent }
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			named := map[int64]string{}
+			enqueued, staged := 0, 0
+			for _, e := range doc.TraceEvents {
+				if e.Ph == "M" && e.Name == "thread_name" {
+					named[e.TID] = fmt.Sprint(e.Args["name"])
+				}
+			}
+			for _, e := range doc.TraceEvents {
+				if e.Ph != "X" || !strings.HasPrefix(e.Name, "MPIX_") {
+					continue
+				}
+				enqueued++
+				if e.TID < 1<<40 || !strings.HasPrefix(named[e.TID], "stream 0x") || e.Args["stream"] == nil || e.Cat == "" {
+					t.Errorf("%s: tid %d (%q), args %v", e.Name, e.TID, named[e.TID], e.Args)
+				}
+				switch p, ok := e.Args["path"]; {
+				case p == "staged, same node":
+					staged++
+				case ok && p != "host, same node":
+					t.Errorf("%s: path %v; want staged (device buffers) or host, same node", e.Name, p)
+				}
+				if a, ok := e.Args["algorithm"]; ok && a != "device" {
+					t.Errorf("%s: algorithm %v; want device", e.Name, a)
+				}
+			}
+			if enqueued == 0 || (sc == "stream_p2p" && staged == 0) {
+				t.Errorf("%d MPIX_ events, %d of device buffers on the staged path, in %s", enqueued, staged, data)
+			}
+		})
+	}
+}
