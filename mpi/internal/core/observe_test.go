@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,5 +218,69 @@ func TestTraceStreams(t *testing.T) {
 				t.Errorf("%d MPIX_ events, %d of device buffers on the staged path, in %s", enqueued, staged, data)
 			}
 		})
+	}
+}
+
+// fakeNVTX is a stand-in libnvToolsExt that appends each call to the file
+// FAKE_NVTX_LOG names, one line a call.
+const fakeNVTX = `
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+static uint64_t next = 1;
+static void note(const char *what, const char *name, uint64_t id) {
+	FILE *f = fopen(getenv("FAKE_NVTX_LOG"), "a");
+	if (f) { fprintf(f, "%d %s %s %llu\n", (int)getpid(), what, name, (unsigned long long)id); fclose(f); }
+}
+uint64_t nvtxRangeStartA(const char *name) { note("start", name, next); return next++; }
+void nvtxRangeEnd(uint64_t id) { note("end", "-", id); }
+`
+
+// TestNVTXRanges: under GOMPIX_NVTX=on with a stand-in library, each
+// application call of a 2-rank job opens and closes one range named as
+// MPI names the call.
+func TestNVTXRanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process job")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the stand-in library")
+	}
+	dir := t.TempDir()
+	src, lib, log := filepath.Join(dir, "fake.c"), filepath.Join(dir, "libfakenvtx.so"), filepath.Join(dir, "log")
+	os.WriteFile(src, []byte(fakeNVTX), 0o644)
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Skipf("cannot build the stand-in: %v\n%s", err, out)
+	}
+	runJobEnv(t, []string{"GOMPIX_NVTX=on", "GOMPIX_NVTX_LIB=" + lib, "FAKE_NVTX_LOG=" + log}, "observe-trace", 2)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := map[string]int{}
+	open := map[string]bool{} // pid/id
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 4 {
+			t.Fatalf("line %q", l)
+		}
+		key := f[0] + "/" + f[3]
+		switch f[1] {
+		case "start":
+			starts[f[2]]++
+			open[key] = true
+		case "end":
+			if !open[key] {
+				t.Errorf("range %s ended without a start", key)
+			}
+			delete(open, key)
+		}
+	}
+	want := map[string]int{"MPI_Send": 1, "MPI_Recv": 1, "MPI_Allreduce": 2, "MPI_Isend": 2, "MPI_Irecv": 2,
+		"MPI_Waitall": 2, "MPI_Comm_dup": 2, "MPI_Comm_free": 2, "MPI_Barrier": 2}
+	if fmt.Sprint(starts) != fmt.Sprint(want) || len(open) != 0 {
+		t.Errorf("ranges %v (%d left open); want %v", starts, len(open), want)
 	}
 }
