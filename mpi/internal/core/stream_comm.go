@@ -91,6 +91,9 @@ func (c *StreamComm) Free() error {
 // (its Enqueue operations fail there with ErrComm).
 func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 	const op = "stream comm create"
+	if traceOn {
+		defer begin("MPIX_Stream_comm_create", "stream").onStream(s).end()
+	}
 	if err := c.check(op); err != nil {
 		return nil, err
 	}
