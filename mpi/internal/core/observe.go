@@ -22,7 +22,7 @@ import (
 
 var (
 	cfgTrace = config.NewString("GOMPIX_TRACE", "",
-		"write each rank's timeline of MPI calls (Chrome trace / Perfetto JSON: begin, duration, bytes, peer, algorithm, path) to this path, %r replaced by the rank, at Finalize (and at Abort or SIGTERM); empty: off")
+		"write each rank's timeline of MPI calls (Chrome trace / Perfetto JSON: begin, duration, bytes, peer, algorithm, path) to this path, %r replaced by the rank (appended, with several ranks, to a path without it), at Finalize (and at Abort or SIGTERM); empty: off")
 	cfgNVTX = config.NewString("GOMPIX_NVTX", "auto",
 		"NVTX ranges around each MPI call for Nsight Systems: auto (when a profiler asks for them, NVTX_INJECTION64_PATH set, and libnvToolsExt loads), on (Init fails without the library), off")
 	cfgNVTXLib = config.NewString("GOMPIX_NVTX_LIB", "",
@@ -65,6 +65,7 @@ func readObserveConfig() (observeConfig, error) {
 	default:
 		return c, fmt.Errorf("config: GOMPIX_NVTX=%q: want auto, on or off", cfgNVTX.Raw())
 	}
+	// nsys sets NVTX_INJECTION64_PATH in the processes it profiles.
 	if mode == "on" || (mode == "auto" && os.Getenv("NVTX_INJECTION64_PATH") != "") {
 		if err := nvtx.Load(cfgNVTXLib.Get()); err != nil {
 			if mode == "on" {
@@ -94,11 +95,22 @@ func startObserve(rt *Runtime, c observeConfig, gcfg gpupath.Config) {
 	obs.ucxDev = rt.UCX != nil && rt.UCX.Caps().DeviceMemory
 	obs.sameNode = rt.job.SameNode
 	if c.trace != "" {
-		obs.rec = trace.New(rt.Env.Rank, strings.ReplaceAll(c.trace, "%r", strconv.Itoa(rt.Env.Rank)))
+		obs.rec = trace.New(rt.Env.Rank, tracePath(c.trace, rt.Env.Rank, rt.Env.Size))
 		flushOnSignal()
 		logx.Infof(logx.Init, "tracing to %s", obs.rec.Path())
 	}
 	traceOn = true
+}
+
+// tracePath is GOMPIX_TRACE's path for rank: %r replaced by the rank; in
+// a job of several ranks, a path without %r gets ".rank" appended, so that
+// ranks do not write over each other's file.
+func tracePath(path string, rank, size int) string {
+	r := strconv.Itoa(rank)
+	if !strings.Contains(path, "%r") && size > 1 {
+		return path + "." + r
+	}
+	return strings.ReplaceAll(path, "%r", r)
 }
 
 // writeTrace writes the trace file, if any (Finalize, Abort, a signal);

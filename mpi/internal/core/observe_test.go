@@ -284,3 +284,20 @@ func TestNVTXRanges(t *testing.T) {
 		t.Errorf("ranges %v (%d left open); want %v", starts, len(open), want)
 	}
 }
+
+func TestTracePath(t *testing.T) {
+	for _, c := range []struct {
+		path       string
+		rank, size int
+		want       string
+	}{
+		{"/tmp/t.%r.json", 3, 4, "/tmp/t.3.json"},
+		{"/tmp/t.json", 3, 4, "/tmp/t.json.3"},
+		{"/tmp/t.json", 0, 1, "/tmp/t.json"},
+		{"/tmp/%r/t%r", 1, 2, "/tmp/1/t1"},
+	} {
+		if got := tracePath(c.path, c.rank, c.size); got != c.want {
+			t.Errorf("tracePath(%q, %d, %d) = %q; want %q", c.path, c.rank, c.size, got, c.want)
+		}
+	}
+}
