@@ -526,7 +526,7 @@ func wrapColl(name string, err error) error {
 // Barrier blocks until every rank of c has called it.
 func (c *Comm) Barrier() error {
 	if traceOn {
-		defer c.collSpan("MPI_Barrier", coll.Barrier, nil, nil, -1, true).end()
+		defer c.collSpan("MPI_Barrier", nil, nil, -1, true).end()
 	}
 	_, err := c.ibarrier(call{block: true})
 	return err
@@ -535,7 +535,7 @@ func (c *Comm) Barrier() error {
 // Ibarrier starts a barrier.
 func (c *Comm) Ibarrier() (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ibarrier", coll.Barrier, nil, nil, -1, false).end()
+		defer c.collSpan("MPI_Ibarrier", nil, nil, -1, false).end()
 	}
 	return c.ibarrier(call{})
 }
@@ -550,7 +550,7 @@ func (c *Comm) ibarrier(m call) (*Request, error) {
 // Bcast sends root's buf to every rank's buf.
 func (c *Comm) Bcast(buf Buffer, root int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Bcast", coll.Bcast, buf, nil, root, true).end()
+		defer c.collSpan("MPI_Bcast", buf, nil, root, true).end()
 	}
 	_, err := c.ibcast(call{block: true}, buf, root)
 	return err
@@ -559,7 +559,7 @@ func (c *Comm) Bcast(buf Buffer, root int) error {
 // Ibcast starts a Bcast.
 func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ibcast", coll.Bcast, buf, nil, root, false).end()
+		defer c.collSpan("MPI_Ibcast", buf, nil, root, false).end()
 	}
 	return c.ibcast(call{}, buf, root)
 }
@@ -631,7 +631,7 @@ func (c *Comm) gatherArgs(name string, send, recv Buffer, recvSig bool) ([]byte,
 // contribution.
 func (c *Comm) Reduce(send, recv Buffer, op Op, root int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Reduce", coll.Reduce, send, recv, root, true).end()
+		defer c.collSpan("MPI_Reduce", send, recv, root, true).end()
 	}
 	_, err := c.ireduce(call{block: true}, send, recv, op, root)
 	return err
@@ -640,7 +640,7 @@ func (c *Comm) Reduce(send, recv Buffer, op Op, root int) error {
 // Ireduce starts a Reduce.
 func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ireduce", coll.Reduce, send, recv, root, false).end()
+		defer c.collSpan("MPI_Ireduce", send, recv, root, false).end()
 	}
 	return c.ireduce(call{}, send, recv, op, root)
 }
@@ -664,7 +664,7 @@ func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, er
 // Allreduce combines every rank's send with op into every rank's recv.
 func (c *Comm) Allreduce(send, recv Buffer, op Op) error {
 	if traceOn {
-		defer c.collSpan("MPI_Allreduce", coll.Allreduce, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Allreduce", send, recv, -1, true).end()
 	}
 	_, err := c.iallreduce(call{block: true}, send, recv, op)
 	return err
@@ -673,7 +673,7 @@ func (c *Comm) Allreduce(send, recv Buffer, op Op) error {
 // Iallreduce starts an Allreduce.
 func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iallreduce", coll.Allreduce, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Iallreduce", send, recv, -1, false).end()
 	}
 	return c.iallreduce(call{}, send, recv, op)
 }
@@ -700,7 +700,7 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 // Scan computes on rank r the reduction over ranks 0..r.
 func (c *Comm) Scan(send, recv Buffer, op Op) error {
 	if traceOn {
-		defer c.collSpan("MPI_Scan", coll.Scan, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Scan", send, recv, -1, true).end()
 	}
 	_, err := c.iscan(call{block: true}, send, recv, op)
 	return err
@@ -709,7 +709,7 @@ func (c *Comm) Scan(send, recv Buffer, op Op) error {
 // Iscan starts a Scan.
 func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iscan", coll.Scan, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Iscan", send, recv, -1, false).end()
 	}
 	return c.iscan(call{}, send, recv, op)
 }
@@ -731,7 +731,7 @@ func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
 // is left unchanged).
 func (c *Comm) Exscan(send, recv Buffer, op Op) error {
 	if traceOn {
-		defer c.collSpan("MPI_Exscan", coll.Exscan, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Exscan", send, recv, -1, true).end()
 	}
 	_, err := c.iexscan(call{block: true}, send, recv, op)
 	return err
@@ -740,7 +740,7 @@ func (c *Comm) Exscan(send, recv Buffer, op Op) error {
 // Iexscan starts an Exscan.
 func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iexscan", coll.Exscan, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Iexscan", send, recv, -1, false).end()
 	}
 	return c.iexscan(call{}, send, recv, op)
 }
@@ -762,7 +762,7 @@ func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
 // leaves block r of the result in rank r's recv.
 func (c *Comm) ReduceScatterBlock(send, recv Buffer, op Op) error {
 	if traceOn {
-		defer c.collSpan("MPI_Reduce_scatter_block", coll.ReduceScatterBlock, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Reduce_scatter_block", send, recv, -1, true).end()
 	}
 	_, err := c.ireduceScatterBlock(call{block: true}, send, recv, op)
 	return err
@@ -771,7 +771,7 @@ func (c *Comm) ReduceScatterBlock(send, recv Buffer, op Op) error {
 // IreduceScatterBlock starts a ReduceScatterBlock.
 func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ireduce_scatter_block", coll.ReduceScatterBlock, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Ireduce_scatter_block", send, recv, -1, false).end()
 	}
 	return c.ireduceScatterBlock(call{}, send, recv, op)
 }
@@ -808,7 +808,7 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 // counts[r] elements of the result in rank r's recv.
 func (c *Comm) ReduceScatter(send, recv Buffer, counts []int, op Op) error {
 	if traceOn {
-		defer c.collSpan("MPI_Reduce_scatter", coll.ReduceScatter, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Reduce_scatter", send, recv, -1, true).end()
 	}
 	_, err := c.ireduceScatter(call{block: true}, send, recv, counts, op)
 	return err
@@ -817,7 +817,7 @@ func (c *Comm) ReduceScatter(send, recv Buffer, counts []int, op Op) error {
 // IreduceScatter starts a ReduceScatter.
 func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ireduce_scatter", coll.ReduceScatter, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Ireduce_scatter", send, recv, -1, false).end()
 	}
 	return c.ireduceScatter(call{}, send, recv, counts, op)
 }
@@ -842,7 +842,7 @@ func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*
 // order.
 func (c *Comm) Allgather(send, recv Buffer) error {
 	if traceOn {
-		defer c.collSpan("MPI_Allgather", coll.Allgather, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Allgather", send, recv, -1, true).end()
 	}
 	_, err := c.iallgather(call{block: true}, send, recv)
 	return err
@@ -851,7 +851,7 @@ func (c *Comm) Allgather(send, recv Buffer) error {
 // Iallgather starts an Allgather.
 func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iallgather", coll.Allgather, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Iallgather", send, recv, -1, false).end()
 	}
 	return c.iallgather(call{}, send, recv)
 }
@@ -876,7 +876,7 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 // displs[r].
 func (c *Comm) Allgatherv(send, recv Buffer, counts, displs []int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Allgatherv", coll.Allgatherv, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Allgatherv", send, recv, -1, true).end()
 	}
 	_, err := c.iallgatherv(call{block: true}, send, recv, counts, displs)
 	return err
@@ -885,7 +885,7 @@ func (c *Comm) Allgatherv(send, recv Buffer, counts, displs []int) error {
 // Iallgatherv starts an Allgatherv.
 func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iallgatherv", coll.Allgatherv, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Iallgatherv", send, recv, -1, false).end()
 	}
 	return c.iallgatherv(call{}, send, recv, counts, displs)
 }
@@ -909,7 +909,7 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 // Gather collects every rank's send into root's recv, in rank order.
 func (c *Comm) Gather(send, recv Buffer, root int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Gather", coll.Gather, send, recv, root, true).end()
+		defer c.collSpan("MPI_Gather", send, recv, root, true).end()
 	}
 	_, err := c.igather(call{block: true}, send, recv, root)
 	return err
@@ -918,7 +918,7 @@ func (c *Comm) Gather(send, recv Buffer, root int) error {
 // Igather starts a Gather.
 func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Igather", coll.Gather, send, recv, root, false).end()
+		defer c.collSpan("MPI_Igather", send, recv, root, false).end()
 	}
 	return c.igather(call{}, send, recv, root)
 }
@@ -937,7 +937,7 @@ func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
 // displs[r].
 func (c *Comm) Gatherv(send, recv Buffer, counts, displs []int, root int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Gatherv", coll.Gatherv, send, recv, root, true).end()
+		defer c.collSpan("MPI_Gatherv", send, recv, root, true).end()
 	}
 	_, err := c.igatherv(call{block: true}, send, recv, counts, displs, root)
 	return err
@@ -946,7 +946,7 @@ func (c *Comm) Gatherv(send, recv Buffer, counts, displs []int, root int) error 
 // Igatherv starts a Gatherv.
 func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Igatherv", coll.Gatherv, send, recv, root, false).end()
+		defer c.collSpan("MPI_Igatherv", send, recv, root, false).end()
 	}
 	return c.igatherv(call{}, send, recv, counts, displs, root)
 }
@@ -1006,7 +1006,7 @@ func convertPair(name string, send, recv Buffer, sd, rd *bufInfo, both bool) (sb
 // the root's recv to keep its own block in place.
 func (c *Comm) Scatter(send, recv Buffer, root int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Scatter", coll.Scatter, send, recv, root, true).end()
+		defer c.collSpan("MPI_Scatter", send, recv, root, true).end()
 	}
 	_, err := c.iscatter(call{block: true}, send, recv, root)
 	return err
@@ -1015,7 +1015,7 @@ func (c *Comm) Scatter(send, recv Buffer, root int) error {
 // Iscatter starts a Scatter.
 func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iscatter", coll.Scatter, send, recv, root, false).end()
+		defer c.collSpan("MPI_Iscatter", send, recv, root, false).end()
 	}
 	return c.iscatter(call{}, send, recv, root)
 }
@@ -1045,7 +1045,7 @@ func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
 // Scatterv sends counts[r] elements at displs[r] of root's send to rank r.
 func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Scatterv", coll.Scatterv, send, recv, root, true).end()
+		defer c.collSpan("MPI_Scatterv", send, recv, root, true).end()
 	}
 	_, err := c.iscatterv(call{block: true}, send, counts, displs, recv, root)
 	return err
@@ -1054,7 +1054,7 @@ func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int
 // Iscatterv starts a Scatterv.
 func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Iscatterv", coll.Scatterv, send, recv, root, false).end()
+		defer c.collSpan("MPI_Iscatterv", send, recv, root, false).end()
 	}
 	return c.iscatterv(call{}, send, counts, displs, recv, root)
 }
@@ -1077,7 +1077,7 @@ func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer,
 // of its recv.
 func (c *Comm) Alltoall(send, recv Buffer) error {
 	if traceOn {
-		defer c.collSpan("MPI_Alltoall", coll.Alltoall, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Alltoall", send, recv, -1, true).end()
 	}
 	_, err := c.ialltoall(call{block: true}, send, recv)
 	return err
@@ -1086,7 +1086,7 @@ func (c *Comm) Alltoall(send, recv Buffer) error {
 // Ialltoall starts an Alltoall.
 func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ialltoall", coll.Alltoall, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Ialltoall", send, recv, -1, false).end()
 	}
 	return c.ialltoall(call{}, send, recv)
 }
@@ -1115,7 +1115,7 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 // Alltoallv is Alltoall with per-rank counts and displacements.
 func (c *Comm) Alltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) error {
 	if traceOn {
-		defer c.collSpan("MPI_Alltoallv", coll.Alltoallv, send, recv, -1, true).end()
+		defer c.collSpan("MPI_Alltoallv", send, recv, -1, true).end()
 	}
 	_, err := c.ialltoallv(call{block: true}, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	return err
@@ -1124,7 +1124,7 @@ func (c *Comm) Alltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer,
 // Ialltoallv starts an Alltoallv.
 func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
 	if traceOn {
-		defer c.collSpan("MPI_Ialltoallv", coll.Alltoallv, send, recv, -1, false).end()
+		defer c.collSpan("MPI_Ialltoallv", send, recv, -1, false).end()
 	}
 	return c.ialltoallv(call{}, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }

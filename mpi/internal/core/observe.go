@@ -10,13 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
 	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/internal/nvtx"
 	"github.com/gompix/gompix/internal/trace"
-	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
 )
 
@@ -152,6 +150,7 @@ type span struct {
 	tid    int64
 	gid    int64
 	nested bool
+	comm   *Comm // a collective's communicator, whose engine names the algorithm
 	rng    nvtx.Range
 	args   trace.Args
 }
@@ -191,6 +190,9 @@ func (s *span) end() {
 	}
 	s.rng.End()
 	if obs.rec != nil {
+		if s.comm != nil {
+			s.algorithm()
+		}
 		obs.rec.Complete(s.name, s.cat, s.t0, s.tid, &s.args)
 	}
 }
@@ -255,12 +257,12 @@ func (c *Comm) p2pSpan(name string, b Buffer, peer int) *span {
 	return s
 }
 
-// collSpan opens the span of collective k on c with the buffers given
+// collSpan opens the span of a collective on c with the buffers given
 // (send may be InPlace or nil); root is -1 for rootless ones. The
-// algorithm named is the selector's for host buffers on a flat
-// communicator (or the one GOMPIX_<COLL>_ALGORITHM forces), else the
-// engine's: two-level, or the device engine.
-func (c *Comm) collSpan(name string, k coll.Kind, send, recv Buffer, root int, block bool) *span {
+// algorithm is the two-level scheme's, or read at the end from c's engine
+// (coll.State.LastAlgorithm): a schedule, the shared-memory engine or the
+// device engine.
+func (c *Comm) collSpan(name string, send, recv Buffer, root int, block bool) *span {
 	s := begin(name, "coll")
 	b := send
 	if b == nil || isInPlace(b) {
@@ -270,51 +272,24 @@ func (c *Comm) collSpan(name string, k coll.Kind, send, recv Buffer, root int, b
 	if root >= 0 {
 		s.args.Root = &root
 	}
-	if c == nil || c.pc == nil {
-		return s
-	}
 	switch {
-	case b != nil && !isInPlace(b) && b.mem().Kind == pt2pt.Device:
-		s.args.Algorithm = "device"
-	case block && c.hier.mode.Load() == hierOn:
+	case s.nested || c == nil || c.pc == nil || c.life.ended.Load():
+	case c.twoLevel(call{block: block}):
 		s.args.Algorithm = "hier"
 	default:
-		s.args.Algorithm = hostAlgorithm(k, s.args.Bytes, c.pc.Size())
+		s.comm = c
 	}
 	return s
 }
 
-// hostAlgorithm is the host algorithm of k for bytes on ranks ranks.
-func hostAlgorithm(k coll.Kind, bytes, ranks int) string {
-	if f := forcedAlgorithm(k); f != "" {
-		return f + " (forced)"
+// algorithm reads the way the collective of s ran from its engine.
+func (s *span) algorithm() {
+	c := s.comm
+	c.collMu.Lock()
+	if st := c.coll.st; st != nil {
+		s.args.Algorithm = st.LastAlgorithm()
 	}
-	switch k {
-	case coll.Alltoall, coll.Scatter:
-		bytes /= max(1, ranks)
-	}
-	return coll.Select(k, bytes, ranks, true).Name
-}
-
-var forced sync.Map // coll.Kind -> GOMPIX_<COLL>_ALGORITHM's value ("" for auto)
-
-// forcedAlgorithm is the algorithm GOMPIX_<COLL>_ALGORITHM forces for k,
-// read once ("" when it chooses).
-func forcedAlgorithm(k coll.Kind) string {
-	if f, ok := forced.Load(k); ok {
-		return f.(string)
-	}
-	f := ""
-	for _, v := range config.Vars() {
-		if v.Name == k.VarName() {
-			if f = strings.TrimSpace(v.Raw()); f == "auto" {
-				f = ""
-			}
-			break
-		}
-	}
-	forced.Store(k, f)
-	return f
+	c.collMu.Unlock()
 }
 
 var enqueueNames sync.Map // core's op name -> the MPIX name
