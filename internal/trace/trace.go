@@ -60,7 +60,18 @@ func New(rank int, path string) *Recorder {
 }
 
 // Path is the file the recorder writes.
-func (r *Recorder) Path() string { return r.path }
+func (r *Recorder) Path() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.path
+}
+
+// SetRank names the rank (every event's pid) and the file, once known.
+func (r *Recorder) SetRank(rank int, path string) {
+	r.mu.Lock()
+	r.rank, r.path = rank, path
+	r.mu.Unlock()
+}
 
 // Now is the time to pass to Complete as begin.
 func (r *Recorder) Now() time.Duration { return time.Since(r.start) }
@@ -69,7 +80,7 @@ func (r *Recorder) Now() time.Duration { return time.Since(r.start) }
 // reading) and ends now, on thread tid.
 func (r *Recorder) Complete(name, cat string, begin time.Duration, tid int64, args *Args) {
 	end := time.Since(r.start)
-	ev := Event{Name: name, Cat: cat, Ph: "X", TS: r.base + us(begin), Dur: us(end - begin), PID: r.rank, TID: tid}
+	ev := Event{Name: name, Cat: cat, Ph: "X", TS: r.base + us(begin), Dur: us(end - begin), TID: tid} // PID: WriteFile
 	if args != nil {
 		ev.Args = args
 	}
@@ -119,6 +130,9 @@ func (r *Recorder) WriteFile() error {
 	for _, t := range tids {
 		doc.TraceEvents = append(doc.TraceEvents, Event{Name: "thread_name", Ph: "M", PID: r.rank, TID: t,
 			Args: map[string]string{"name": r.threads[t]}})
+	}
+	for i := range r.events {
+		r.events[i].PID = r.rank
 	}
 	doc.TraceEvents = append(doc.TraceEvents, r.events...)
 	f, err := os.Create(r.path)

@@ -92,12 +92,36 @@ func startObserve(rt *Runtime, c observeConfig, gcfg gpupath.Config) {
 	obs.gcfg = gcfg
 	obs.ucxDev = rt.UCX != nil && rt.UCX.Caps().DeviceMemory
 	obs.sameNode = rt.job.SameNode
-	if c.trace != "" {
-		obs.rec = trace.New(rt.Env.Rank, tracePath(c.trace, rt.Env.Rank, rt.Env.Size))
+	if obs.rec != nil {
+		obs.rec.SetRank(rt.Env.Rank, tracePath(c.trace, rt.Env.Rank, rt.Env.Size))
 		flushOnSignal()
 		logx.Infof(logx.Init, "tracing to %s", obs.rec.Path())
 	}
 	traceOn = true
+}
+
+// openTrace starts GOMPIX_TRACE's recorder at the start of Init, so that
+// Init's phases are on the timeline; startObserve names its rank and file.
+func openTrace(c observeConfig) {
+	obs.rec = nil
+	if c.trace != "" {
+		obs.rec = trace.New(-1, c.trace)
+	}
+}
+
+// phase opens the span of one of Init's phases (nil when neither the
+// trace nor NVTX is on); end closes it.
+func phase(name string) *span {
+	if obs.rec == nil && !nvtx.Enabled() {
+		return nil
+	}
+	// Not counted as a call (depth): a phase left open by a failed Init
+	// must not hide a later Init's calls.
+	s := &span{name: name, cat: "init", gid: -1, tid: trace.Goroutine(), rng: nvtx.Start(name)}
+	if obs.rec != nil {
+		s.t0 = obs.rec.Now()
+	}
+	return s
 }
 
 // tracePath is GOMPIX_TRACE's path for rank: %r replaced by the rank; in
@@ -179,7 +203,10 @@ func begin(name, cat string) *span {
 
 // end closes s.
 func (s *span) end() {
-	if d, ok := depth.Load(s.gid); ok {
+	if s == nil {
+		return
+	}
+	if d, ok := depth.Load(s.gid); ok && s.gid >= 0 {
 		n := d.(*int)
 		if *n--; *n == 0 {
 			depth.Delete(s.gid)

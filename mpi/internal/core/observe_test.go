@@ -90,9 +90,13 @@ func TestTraceTwoRanks(t *testing.T) {
 			t.Fatalf("rank %d: not JSON: %v", rank, err)
 		}
 		byName := map[string]traceEvent{}
+		calls := 0
 		for _, e := range doc.TraceEvents {
 			if e.Ph != "X" {
 				continue
+			}
+			if e.Cat != "init" {
+				calls++
 			}
 			if e.PID != rank || e.TID == 0 || e.Dur < 0 || e.TS <= 0 {
 				t.Errorf("rank %d: event %+v", rank, e)
@@ -113,8 +117,13 @@ func TestTraceTwoRanks(t *testing.T) {
 		}
 		// One event per application call: Dup's allreduces and Waitall's
 		// waits are inside them.
-		if n := len(doc.TraceEvents) - 2; n != len(want) {
-			t.Errorf("rank %d: %d events; want %d (one per call): %v", rank, n, len(want), keys(byName))
+		if calls != len(want) {
+			t.Errorf("rank %d: %d events; want %d (one per call): %v", rank, calls, len(want), keys(byName))
+		}
+		for _, ph := range []string{"gompix_init_join", "gompix_init_transport", "gompix_init_bind_shm_settle"} {
+			if e, ok := byName[ph]; !ok || e.Cat != "init" || e.Dur <= 0 {
+				t.Errorf("rank %d: Init phase %s: %+v", rank, ph, e)
+			}
 		}
 		if e := byName[p2p]; e.Args["bytes"] != 1024.0 || e.Args["peer"] != float64(1-rank) || !strings.HasPrefix(fmt.Sprint(e.Args["path"]), "host, same node") || e.Cat != "p2p" {
 			t.Errorf("rank %d: %s event %+v", rank, p2p, e)
@@ -293,7 +302,7 @@ func TestNVTXRanges(t *testing.T) {
 			delete(open, key)
 		}
 	}
-	want := map[string]int{"MPI_Send": 1, "MPI_Recv": 1, "MPI_Allreduce": 2, "MPI_Iallreduce": 2, "MPI_Wait": 2, "MPI_Isend": 2, "MPI_Irecv": 2,
+	want := map[string]int{"gompix_init_join": 2, "gompix_init_transport": 2, "gompix_init_bind_shm_settle": 2, "MPI_Send": 1, "MPI_Recv": 1, "MPI_Allreduce": 2, "MPI_Iallreduce": 2, "MPI_Wait": 2, "MPI_Isend": 2, "MPI_Irecv": 2,
 		"MPI_Waitall": 2, "MPI_Comm_dup": 2, "MPI_Comm_free": 2, "MPI_Barrier": 2}
 	if fmt.Sprint(starts) != fmt.Sprint(want) || len(open) != 0 {
 		t.Errorf("ranges %v (%d left open); want %v", starts, len(open), want)

@@ -123,6 +123,7 @@ func Start(h Hooks) (*Runtime, error) {
 		return nil, configErr(err)
 	}
 	logx.Configure(cfg.obs.debug)
+	openTrace(cfg.obs)
 	// Read before any resource exists, so a bad setting leaks nothing;
 	// SameNode reads the node table Join makes below.
 	var job *bootstrap.Job
@@ -133,20 +134,26 @@ func Start(h Hooks) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
+	ph := phase("gompix_init_join")
 	if job, err = bootstrap.Join(ctx, os.Getenv); err != nil {
 		return nil, fmt.Errorf("joining the job: %w", err)
 	}
+	ph.end()
+	ph = phase("gompix_init_transport")
 	rt, err := wire(ctx, job, cfg, gcfg)
 	if err != nil {
 		return nil, err
 	}
+	ph.end()
 	if h.World != nil {
 		h.World(rt)
 	}
+	ph = phase("gompix_init_bind_shm_settle")
 	if err := rt.ready(job, cfg, h.Prepare); err != nil {
 		_ = rt.Close(false)
 		return nil, err
 	}
+	ph.end()
 	if rt.stopProfile, err = startProfile(rt.Env.Rank); err != nil {
 		_ = rt.Close(false)
 		return nil, err
