@@ -1,6 +1,8 @@
 package core
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/logx"
+	"github.com/gompix/gompix/launcher"
 )
 
 func init() { scenarios["observe-trace"] = traceScenario }
@@ -323,5 +327,54 @@ func TestTracePath(t *testing.T) {
 		if got := tracePath(c.path, c.rank, c.size); got != c.want {
 			t.Errorf("tracePath(%q, %d, %d) = %q; want %q", c.path, c.rank, c.size, got, c.want)
 		}
+	}
+}
+
+func init() { scenarios["observe-killed"] = killedScenario }
+
+// killedScenario: after a barrier, rank 1 dies without Finalize while rank
+// 0 waits for its message; the launcher then ends rank 0 with SIGTERM.
+func killedScenario(w *Comm) error {
+	if err := w.Barrier(); err != nil {
+		return err
+	}
+	if w.Rank() == 1 {
+		os.Exit(5)
+	}
+	_, err := w.Recv(Slice(make([]byte, 8)), 1, 0)
+	return err
+}
+
+// TestTraceOnSIGTERM: a rank the launcher ends with SIGTERM (another
+// rank died) still leaves a trace file that parses, with its calls up to
+// then.
+func TestTraceOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process job")
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code, _ := launcher.Run(ctx, launcher.Config{NP: 2, Program: os.Args[0], Args: []string{"-test.run=^$"},
+		Env:     []string{childEnv + "=observe-killed", "GOMPIX_TRACE=" + filepath.Join(dir, "t.%r.json")},
+		Timeout: time.Minute, Stdout: &out, Stderr: &errb})
+	if code == 0 {
+		t.Fatalf("the job succeeded:\n%s", errb.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "t.0.json"))
+	if err != nil {
+		t.Fatalf("rank 0 wrote no trace: %v\n%s", err, errb.String())
+	}
+	var doc struct{ TraceEvents []traceEvent }
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	found := false
+	for _, e := range doc.TraceEvents {
+		found = found || (e.Name == "MPI_Barrier" && e.PID == 0)
+	}
+	if !found {
+		t.Errorf("no barrier in rank 0's trace: %s", data)
 	}
 }
