@@ -144,6 +144,7 @@ func (s *State) run(c Call, pl *plan, op Op, t dtype.Type, send, recv []byte, ta
 		e = new(exec)
 	}
 	comm, mem := s.space(c)
+	s.lastAlg = pl.alg.Name
 	e.prog, e.pl, e.comm, e.mem, e.op, e.t, e.tag = s.prog, pl, comm, mem, op, t, tag
 	e.caps = s.caps(c)
 	e.bufs[slotSend], e.bufs[slotRecv], e.bufs[slotTmp] = send, recv, nil // not a literal: see newBuilder

@@ -310,9 +310,9 @@ func (s *State) sharedWay(c Call, k Kind, w int) sharedMode {
 	case g == nil || !c.Blocking || c.Device || c.Stream != 0:
 		return asMessages
 	case w >= g.cmaMin[k] && w <= g.cmaMax[k]:
-		return singleCopy
+		return s.noteShared(singleCopy)
 	case w <= g.limit[k]:
-		return throughSlots
+		return s.noteShared(throughSlots)
 	}
 	return asMessages
 }
@@ -334,7 +334,7 @@ func (s *State) sharedWayOp(c Call, k Kind, w int, op Op) sharedMode {
 	case k == Reduce && (s.sh.p > 2 || w <= reduceSerialMax):
 		return way
 	case w <= s.sh.limit[k]:
-		return throughSlots
+		return s.noteShared(throughSlots)
 	}
 	return asMessages
 }

@@ -71,6 +71,8 @@ type State struct {
 	last  [numKinds]lastPlan   // each collective's last plan, checked first
 	spare atomic.Pointer[exec] // a released executor, for the next call
 	kept  *exec                // one recycled by WaitKeep, for the next blocking call
+	// lastAlg names the way the last call started (LastAlgorithm).
+	lastAlg string
 }
 
 // NewState returns the engine for c. o may be nil.
@@ -130,6 +132,7 @@ func (s *State) start(c Call, b *builder, bytes int, send, recv []byte, tag int)
 		return nil, err
 	}
 	if r, ok, err := s.startDirect(c, b, send, recv, tag); ok {
+		s.lastAlg = DirectName
 		return r, err
 	}
 	if c.Stream != 0 {

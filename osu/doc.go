@@ -73,6 +73,8 @@
 // nccl-tests' notion of bytes) and bus bandwidth (algbw × 2(n−1)/n for
 // allreduce, (n−1)/n for allgather, reduce_scatter,
 // alltoall, gather and scatter, 1 for bcast and reduce), in GB/s.
+// --format json|csv (every benchmark) prints, instead of the text, one
+// JSON document (Report) or a CSV table with the text's columns.
 //
 // Flags returns a benchmark's options as a pflag set (what gompix's shell
 // completion offers); Parse rewrites the getopt spellings into the forms

@@ -36,7 +36,11 @@ func Flags(b *Benchmark) *pflag.FlagSet {
 		if s.short != 0 {
 			short = string(rune(s.short))
 		}
-		f := fs.VarPF(optFlag{}, s.long, short, strings.SplitN(helpText[s.short], "\n", 2)[0])
+		usage := helpText[s.short]
+		if s.short == 0 {
+			usage = longOptionHelp(s.long)
+		}
+		f := fs.VarPF(optFlag{}, s.long, short, strings.SplitN(usage, "\n", 2)[0])
 		if s.arg != reqArg {
 			f.NoOptDefVal = noValue
 		}

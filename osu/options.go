@@ -125,12 +125,13 @@ type Options struct {
 	Accel            Accel
 	Src, Dst         Placement
 	MemLimit         int
-	Pairs            int  // mbw_mr: sender/receiver pairs (0: half the ranks)
-	PrintRate        bool // mbw_mr: print the message rate column
-	MultipleBuffers  bool // -b multiple
-	Root             int  // -k fixed:N; -1 rotates
-	TestCalls        int  // -t for nonblocking collectives
-	NCCLBandwidth    bool // --nccl-bw: nccl-tests algbw/busbw columns
+	Pairs            int    // mbw_mr: sender/receiver pairs (0: half the ranks)
+	PrintRate        bool   // mbw_mr: print the message rate column
+	MultipleBuffers  bool   // -b multiple
+	Root             int    // -k fixed:N; -1 rotates
+	TestCalls        int    // -t for nonblocking collectives
+	NCCLBandwidth    bool   // --nccl-bw: nccl-tests algbw/busbw columns
+	Format           string // --format: FormatText (default), FormatJSON or FormatCSV
 	// TailPercentiles are the percentiles -z prints (nil: no -z).
 	TailPercentiles []int
 	Help, Version   bool
@@ -204,6 +205,7 @@ var allOpts = []optSpec{
 	{'l', "in-place", noArg},
 	{'z', "tail-lat", optArg},
 	{0, "nccl-bw", noArg},
+	{0, "format", reqArg},
 }
 
 // unsupported are OSU options gompix recognises but does not implement.
@@ -308,6 +310,7 @@ func defaults(b *Benchmark) Options {
 		PrintRate:        true,
 		ValidationWarmup: 5,
 		TestCalls:        0,
+		Format:           FormatText,
 	}
 	switch b.kind {
 	case kindLatency:
@@ -432,6 +435,9 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 	case 0:
 		if s.long == "nccl-bw" {
 			o.NCCLBandwidth = true
+		}
+		if s.long == "format" {
+			return o.setFormat(opt, arg)
 		}
 	}
 	return nil

@@ -56,7 +56,7 @@ func (b *Benchmark) pt2pt() bool {
 func (b *Benchmark) optstring() string { return b.opts }
 
 func (b *Benchmark) allowsLong(name string) bool {
-	return name == "nccl-bw" && b.busFactor != nil
+	return name == "format" || (name == "nccl-bw" && b.busFactor != nil)
 }
 
 // Option sets, after OSU 7.4's osu_util_options.h (with -d: gompix is

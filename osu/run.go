@@ -33,6 +33,7 @@ type env struct {
 	// tail and tailSum are -z's per-iteration figures and their sum over
 	// ranks (collectives); nil without -z.
 	tail, tailSum []float64
+	col           *collector // --format json or csv; nil for text
 }
 
 // sizes are the message sizes (bytes) to run for e's datatype: OSU skips
@@ -59,6 +60,9 @@ func (e *env) report(r row) {
 	}
 	if e.rank == 0 {
 		e.tab.row(r)
+		if e.col != nil {
+			e.col.add(e.dt, e.tab, r)
+		}
 	}
 }
 
@@ -78,6 +82,10 @@ func Run(c *mpi.Comm, b *Benchmark, o *Options, out, stderr io.Writer) error {
 		return err
 	}
 	w := out
+	var col *collector // --format json or csv: the rows, printed at the end
+	if o.Format == FormatJSON || o.Format == FormatCSV {
+		col, w = &collector{b: b, o: o, ranks: n}, io.Discard
+	}
 	if rank != 0 {
 		w, stderr = io.Discard, io.Discard
 	}
@@ -109,11 +117,16 @@ func Run(c *mpi.Comm, b *Benchmark, o *Options, out, stderr io.Writer) error {
 			tail:     o.TailPercentiles,
 		}
 		tab.header()
-		e := &env{c: c, rank: rank, n: n, b: b, o: o, dt: dt, tab: tab, stderr: stderr, tail: tail, tailSum: tailSum}
+		e := &env{c: c, rank: rank, n: n, b: b, o: o, dt: dt, tab: tab, stderr: stderr, tail: tail, tailSum: tailSum, col: col}
 		if err := b.run(e); err != nil {
 			return err
 		}
 		failed += e.failed
+	}
+	if col != nil && rank == 0 {
+		if err := col.write(out); err != nil {
+			return err
+		}
 	}
 	if failed > 0 {
 		return ErrValidation
@@ -290,4 +303,5 @@ func Usage(w io.Writer, b *Benchmark) {
 	if b.busFactor != nil {
 		fmt.Fprintf(w, "      --%-20s%s\n", "nccl-bw", helpText[0])
 	}
+	fmt.Fprintf(w, "      --%-20s%s\n", "format", formatHelp)
 }

@@ -23,7 +23,7 @@ import (
 )
 
 func newInfoCmd() *cobra.Command {
-	var markdown, peers bool
+	var markdown, peers, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Describe this installation: UCX, CUDA, GPUs and their links, configuration",
@@ -35,10 +35,14 @@ func newInfoCmd() *cobra.Command {
 			if peers {
 				return writePeers(cmd.OutOrStdout())
 			}
+			if asJSON {
+				return writeInfoJSON(cmd.OutOrStdout())
+			}
 			return writeInfo(cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the GOMPIX_* variables as the Markdown page docs/guide/configuration.md")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the same facts as one JSON document (with each GPU's CPU and NUMA affinity and the NICs)")
 	cmd.Flags().BoolVar(&peers, "peers", false, "as every rank of a job (gompirun -n N gompix info --peers): how each rank reaches each other, and why")
 	return cmd
 }
@@ -111,6 +115,7 @@ func writeInfo(w io.Writer) error {
 			}
 		}
 	}
+	writeAffinity(w)
 	writeGPUPaths(w, ucxCUDA)
 	writeGPUCollectives(w)
 	writeLaunch(w)

@@ -17,7 +17,7 @@ import (
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gompix",
-		Short: "gompix tools: OSU micro-benchmarks, installation info",
+		Short: "gompix tools: OSU micro-benchmarks, charts of their results, installation info",
 		Long: `gompix is the command-line tool of gompix, a GPU-aware MPI for Go.
 
 Run benchmarks as ranks of a job started by gompirun:
@@ -29,7 +29,7 @@ Run benchmarks as ranks of a job started by gompirun:
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("gompix {{.Version}}\n")
-	root.AddCommand(newOSUCmd(), newInfoCmd())
+	root.AddCommand(newOSUCmd(), newInfoCmd(), newPlotCmd())
 	return root
 }
 

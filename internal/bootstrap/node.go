@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/gompix/gompix/internal/logx"
 )
 
 // nodeFacts reads what makes a node: a variable so that tests can play
@@ -91,7 +93,7 @@ func (j *Job) place(ctx context.Context, getenv func(string) string, c claim, ke
 	var machine int
 	machine, j.MachineRank, j.MachineSize = placement(mt, j.Rank)
 	j.MachineCPUs = nodeCPUs(all, mt, machine)
-	if c.known && (c.localRank != j.LocalRank || c.localSize != j.LocalSize) && debugging(getenv, "boot") {
+	if c.known && (c.localRank != j.LocalRank || c.localSize != j.LocalSize) && debugging(getenv, logx.Boot) {
 		fmt.Fprintf(debugOut, "gompix: boot: rank %d: %s says local rank %d of %d, the node facts say %d of %d; the facts win\n",
 			j.Rank, j.Kind, c.localRank, c.localSize, j.LocalRank, j.LocalSize)
 	}
@@ -204,12 +206,9 @@ func placement(nodes []int, rank int) (node, localRank, localSize int) {
 	return node, localRank, localSize
 }
 
-// debugging reports whether GOMPIX_DEBUG names subsystem.
-func debugging(getenv func(string) string, subsystem string) bool {
-	for _, s := range strings.Split(getenv("GOMPIX_DEBUG"), ",") {
-		if s = strings.TrimSpace(strings.ToLower(s)); s == subsystem {
-			return true
-		}
-	}
-	return false
+// debugging reports whether GOMPIX_DEBUG (and GOMPIX_DEBUG_SUBSYS) log
+// subsystem at INFO; Init has refused a bad value before the job is joined.
+func debugging(getenv func(string) string, subsystem logx.Subsys) bool {
+	s, err := logx.FromGetenv(getenv)
+	return err == nil && s.Enabled(subsystem, logx.Info)
 }

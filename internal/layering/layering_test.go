@@ -38,12 +38,12 @@ var allowed = map[string][]string{
 	"pt2pt":           {"internal/dtype", "internal/config"},
 	"pt2pt/inproc":    {"pt2pt"},
 	"pt2pt/rndv":      {"pt2pt", "internal/config"},
-	"pt2pt/gpu":       {"pt2pt", "pt2pt/rndv", "internal/cudadrv", "internal/config"},
+	"pt2pt/gpu":       {"pt2pt", "pt2pt/rndv", "internal/cudadrv", "internal/config", "internal/logx"},
 	"pt2pt/ucx":       {"pt2pt", "ucxbind", "internal/cudadrv", "internal/config", "internal/dtype", "internal/shm"},
 	"launcher":        {"internal/wireup", "internal/config", "internal/gputopo", "internal/cpubind"},
 	"internal/wireup": {},
 	// internal/bootstrap: how a rank joins its job (gompirun, PMI-2, PMIx).
-	"internal/bootstrap": {"internal/wireup", "internal/pmi2", "internal/pmix", "internal/config", "internal/cpubind"},
+	"internal/bootstrap": {"internal/wireup", "internal/pmi2", "internal/pmix", "internal/config", "internal/cpubind", "internal/logx"},
 	"internal/pmi2":      {},
 	"internal/pmix":      {},
 	"internal/gputopo":   {},
@@ -65,6 +65,11 @@ var allowed = map[string][]string{
 	"internal/rigtest": {},
 	// peerpath: one line per peer (GOMPIX_DEBUG=path, gompix info --peers).
 	"internal/peerpath": {},
+	// logx: the debug log (GOMPIX_DEBUG, GOMPIX_DEBUG_SUBSYS) every layer may use.
+	"internal/logx": {"internal/config"},
+	// trace: GOMPIX_TRACE's timeline writer; nvtx: NVTX ranges (dlopen).
+	"internal/trace": {},
+	"internal/nvtx":  {},
 
 	// mpi is the face applications see; mpi/internal/core, the runtime
 	// under it, wires the layers below.
@@ -72,8 +77,8 @@ var allowed = map[string][]string{
 }
 
 // cgoAllowed are the only packages that may say import "C" (internal/pmix
-// for dlopen of the system's libpmix).
-var cgoAllowed = map[string]bool{"ucxbind": true, "internal/cudadrv": true, "internal/pmix": true}
+// for dlopen of the system's libpmix, internal/nvtx for libnvToolsExt).
+var cgoAllowed = map[string]bool{"ucxbind": true, "internal/cudadrv": true, "internal/pmix": true, "internal/nvtx": true}
 
 type pkg struct {
 	ImportPath string
@@ -133,7 +138,7 @@ func TestImportGraph(t *testing.T) {
 		if len(p.CgoFiles) > 0 {
 			top := rel
 			if !cgoAllowed[top] {
-				t.Errorf("%s uses cgo; only ucxbind, internal/cudadrv and internal/pmix may", rel)
+				t.Errorf("%s uses cgo; only ucxbind, internal/cudadrv, internal/pmix and internal/nvtx may", rel)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gompix/gompix/internal/config"
+	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/pt2pt/rndv"
 )
@@ -56,8 +57,6 @@ var (
 	cfgUCXFrom = config.NewInt("GOMPIX_GPU_UCX_FROM", sameNodeUCXFrom.value,
 		"where UCX moves CUDA memory (the ucx path), the smallest device message (bytes) sent to a peer on this node by ucx rather than CUDA IPC in auto mode; "+
 			"0: none, ipc at every size (the measured default: pt2pt/gpu's tuning table); peers on other nodes always take ucx")
-	cfgDebug = config.NewString("GOMPIX_DEBUG", "",
-		"comma-separated subsystems that log to stderr: path (at Init, per peer: same node or not, UCX transports, shared memory, device buffers' path, each with why; then the GPU path of each peer's first device message), boot (a launcher's placement of ranks on nodes that the node facts overrule)")
 )
 
 // FromEnv returns c with Mode, IPCThreshold, UCXFrom, RndvThreshold,
@@ -91,11 +90,11 @@ func FromEnv(c Config) (Config, error) {
 		return c, err
 	}
 	c.RndvThreshold, c.StagingChunk, c.StagingDepth = p.Threshold, p.Chunk, p.Depth
-	for _, s := range strings.Split(cfgDebug.Get(), ",") {
-		if strings.TrimSpace(s) == "path" {
-			c.DebugPath = true
-		}
+	dbg, err := logx.FromEnv()
+	if err != nil {
+		return c, err
 	}
+	c.DebugPath = dbg.Enabled(logx.Path, logx.Info)
 	return c, nil
 }
 

@@ -525,12 +525,18 @@ func wrapColl(name string, err error) error {
 
 // Barrier blocks until every rank of c has called it.
 func (c *Comm) Barrier() error {
+	if traceOn {
+		defer c.collSpan("MPI_Barrier", nil, nil, -1, true).end()
+	}
 	_, err := c.ibarrier(call{block: true})
 	return err
 }
 
 // Ibarrier starts a barrier.
 func (c *Comm) Ibarrier() (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ibarrier", nil, nil, -1, false).end()
+	}
 	return c.ibarrier(call{})
 }
 
@@ -543,12 +549,18 @@ func (c *Comm) ibarrier(m call) (*Request, error) {
 
 // Bcast sends root's buf to every rank's buf.
 func (c *Comm) Bcast(buf Buffer, root int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Bcast", buf, nil, root, true).end()
+	}
 	_, err := c.ibcast(call{block: true}, buf, root)
 	return err
 }
 
 // Ibcast starts a Bcast.
 func (c *Comm) Ibcast(buf Buffer, root int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ibcast", buf, nil, root, false).end()
+	}
 	return c.ibcast(call{}, buf, root)
 }
 
@@ -621,12 +633,18 @@ func (c *Comm) gatherArgs(name string, send, recv Buffer, recvSig bool) ([]byte,
 // nil on other ranks). Pass InPlace as send at the root to use recv as its
 // contribution.
 func (c *Comm) Reduce(send, recv Buffer, op Op, root int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Reduce", send, recv, root, true).end()
+	}
 	_, err := c.ireduce(call{block: true}, send, recv, op, root)
 	return err
 }
 
 // Ireduce starts a Reduce.
 func (c *Comm) Ireduce(send, recv Buffer, op Op, root int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ireduce", send, recv, root, false).end()
+	}
 	return c.ireduce(call{}, send, recv, op, root)
 }
 
@@ -651,12 +669,18 @@ func (c *Comm) ireduce(m call, send, recv Buffer, op Op, root int) (*Request, er
 
 // Allreduce combines every rank's send with op into every rank's recv.
 func (c *Comm) Allreduce(send, recv Buffer, op Op) error {
+	if traceOn {
+		defer c.collSpan("MPI_Allreduce", send, recv, -1, true).end()
+	}
 	_, err := c.iallreduce(call{block: true}, send, recv, op)
 	return err
 }
 
 // Iallreduce starts an Allreduce.
 func (c *Comm) Iallreduce(send, recv Buffer, op Op) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iallreduce", send, recv, -1, false).end()
+	}
 	return c.iallreduce(call{}, send, recv, op)
 }
 
@@ -684,12 +708,18 @@ func (c *Comm) iallreduce(m call, send, recv Buffer, op Op) (*Request, error) {
 
 // Scan computes on rank r the reduction over ranks 0..r.
 func (c *Comm) Scan(send, recv Buffer, op Op) error {
+	if traceOn {
+		defer c.collSpan("MPI_Scan", send, recv, -1, true).end()
+	}
 	_, err := c.iscan(call{block: true}, send, recv, op)
 	return err
 }
 
 // Iscan starts a Scan.
 func (c *Comm) Iscan(send, recv Buffer, op Op) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iscan", send, recv, -1, false).end()
+	}
 	return c.iscan(call{}, send, recv, op)
 }
 
@@ -712,12 +742,18 @@ func (c *Comm) iscan(m call, send, recv Buffer, op Op) (*Request, error) {
 // Exscan computes on rank r the reduction over ranks 0..r-1 (rank 0's recv
 // is left unchanged).
 func (c *Comm) Exscan(send, recv Buffer, op Op) error {
+	if traceOn {
+		defer c.collSpan("MPI_Exscan", send, recv, -1, true).end()
+	}
 	_, err := c.iexscan(call{block: true}, send, recv, op)
 	return err
 }
 
 // Iexscan starts an Exscan.
 func (c *Comm) Iexscan(send, recv Buffer, op Op) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iexscan", send, recv, -1, false).end()
+	}
 	return c.iexscan(call{}, send, recv, op)
 }
 
@@ -740,12 +776,18 @@ func (c *Comm) iexscan(m call, send, recv Buffer, op Op) (*Request, error) {
 // ReduceScatterBlock reduces send (Size()×recv.Len() elements) with op and
 // leaves block r of the result in rank r's recv.
 func (c *Comm) ReduceScatterBlock(send, recv Buffer, op Op) error {
+	if traceOn {
+		defer c.collSpan("MPI_Reduce_scatter_block", send, recv, -1, true).end()
+	}
 	_, err := c.ireduceScatterBlock(call{block: true}, send, recv, op)
 	return err
 }
 
 // IreduceScatterBlock starts a ReduceScatterBlock.
 func (c *Comm) IreduceScatterBlock(send, recv Buffer, op Op) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ireduce_scatter_block", send, recv, -1, false).end()
+	}
 	return c.ireduceScatterBlock(call{}, send, recv, op)
 }
 
@@ -783,12 +825,18 @@ func (c *Comm) ireduceScatterBlock(m call, send, recv Buffer, op Op) (*Request, 
 // ReduceScatter reduces send (sum(counts) elements) with op and leaves
 // counts[r] elements of the result in rank r's recv.
 func (c *Comm) ReduceScatter(send, recv Buffer, counts []int, op Op) error {
+	if traceOn {
+		defer c.collSpan("MPI_Reduce_scatter", send, recv, -1, true).end()
+	}
 	_, err := c.ireduceScatter(call{block: true}, send, recv, counts, op)
 	return err
 }
 
 // IreduceScatter starts a ReduceScatter.
 func (c *Comm) IreduceScatter(send, recv Buffer, counts []int, op Op) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ireduce_scatter", send, recv, -1, false).end()
+	}
 	return c.ireduceScatter(call{}, send, recv, counts, op)
 }
 
@@ -814,12 +862,18 @@ func (c *Comm) ireduceScatter(m call, send, recv Buffer, counts []int, op Op) (*
 // Allgather gathers every rank's send into every rank's recv, in rank
 // order.
 func (c *Comm) Allgather(send, recv Buffer) error {
+	if traceOn {
+		defer c.collSpan("MPI_Allgather", send, recv, -1, true).end()
+	}
 	_, err := c.iallgather(call{block: true}, send, recv)
 	return err
 }
 
 // Iallgather starts an Allgather.
 func (c *Comm) Iallgather(send, recv Buffer) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iallgather", send, recv, -1, false).end()
+	}
 	return c.iallgather(call{}, send, recv)
 }
 
@@ -845,12 +899,18 @@ func (c *Comm) iallgather(m call, send, recv Buffer) (*Request, error) {
 // Allgatherv gathers counts[r] elements from each rank r into recv at
 // displs[r].
 func (c *Comm) Allgatherv(send, recv Buffer, counts, displs []int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Allgatherv", send, recv, -1, true).end()
+	}
 	_, err := c.iallgatherv(call{block: true}, send, recv, counts, displs)
 	return err
 }
 
 // Iallgatherv starts an Allgatherv.
 func (c *Comm) Iallgatherv(send, recv Buffer, counts, displs []int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iallgatherv", send, recv, -1, false).end()
+	}
 	return c.iallgatherv(call{}, send, recv, counts, displs)
 }
 
@@ -875,12 +935,18 @@ func (c *Comm) iallgatherv(m call, send, recv Buffer, counts, displs []int) (*Re
 
 // Gather collects every rank's send into root's recv, in rank order.
 func (c *Comm) Gather(send, recv Buffer, root int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Gather", send, recv, root, true).end()
+	}
 	_, err := c.igather(call{block: true}, send, recv, root)
 	return err
 }
 
 // Igather starts a Gather.
 func (c *Comm) Igather(send, recv Buffer, root int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Igather", send, recv, root, false).end()
+	}
 	return c.igather(call{}, send, recv, root)
 }
 
@@ -901,12 +967,18 @@ func (c *Comm) igather(m call, send, recv Buffer, root int) (*Request, error) {
 // Gatherv collects counts[r] elements from rank r into root's recv at
 // displs[r].
 func (c *Comm) Gatherv(send, recv Buffer, counts, displs []int, root int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Gatherv", send, recv, root, true).end()
+	}
 	_, err := c.igatherv(call{block: true}, send, recv, counts, displs, root)
 	return err
 }
 
 // Igatherv starts a Gatherv.
 func (c *Comm) Igatherv(send, recv Buffer, counts, displs []int, root int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Igatherv", send, recv, root, false).end()
+	}
 	return c.igatherv(call{}, send, recv, counts, displs, root)
 }
 
@@ -967,12 +1039,18 @@ func convertPair(name string, send, recv Buffer, sd, rd *bufInfo, both bool) (sb
 // Scatter sends block r of root's send to rank r's recv. Pass InPlace as
 // the root's recv to keep its own block in place.
 func (c *Comm) Scatter(send, recv Buffer, root int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Scatter", send, recv, root, true).end()
+	}
 	_, err := c.iscatter(call{block: true}, send, recv, root)
 	return err
 }
 
 // Iscatter starts a Scatter.
 func (c *Comm) Iscatter(send, recv Buffer, root int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iscatter", send, recv, root, false).end()
+	}
 	return c.iscatter(call{}, send, recv, root)
 }
 
@@ -1004,12 +1082,18 @@ func (c *Comm) iscatter(m call, send, recv Buffer, root int) (*Request, error) {
 
 // Scatterv sends counts[r] elements at displs[r] of root's send to rank r.
 func (c *Comm) Scatterv(send Buffer, counts, displs []int, recv Buffer, root int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Scatterv", send, recv, root, true).end()
+	}
 	_, err := c.iscatterv(call{block: true}, send, counts, displs, recv, root)
 	return err
 }
 
 // Iscatterv starts a Scatterv.
 func (c *Comm) Iscatterv(send Buffer, counts, displs []int, recv Buffer, root int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Iscatterv", send, recv, root, false).end()
+	}
 	return c.iscatterv(call{}, send, counts, displs, recv, root)
 }
 
@@ -1033,12 +1117,18 @@ func (c *Comm) iscatterv(m call, send Buffer, counts, displs []int, recv Buffer,
 // Alltoall sends block d of send to rank d, which receives it as block r
 // of its recv.
 func (c *Comm) Alltoall(send, recv Buffer) error {
+	if traceOn {
+		defer c.collSpan("MPI_Alltoall", send, recv, -1, true).end()
+	}
 	_, err := c.ialltoall(call{block: true}, send, recv)
 	return err
 }
 
 // Ialltoall starts an Alltoall.
 func (c *Comm) Ialltoall(send, recv Buffer) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ialltoall", send, recv, -1, false).end()
+	}
 	return c.ialltoall(call{}, send, recv)
 }
 
@@ -1068,12 +1158,18 @@ func (c *Comm) ialltoall(m call, send, recv Buffer) (*Request, error) {
 
 // Alltoallv is Alltoall with per-rank counts and displacements.
 func (c *Comm) Alltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) error {
+	if traceOn {
+		defer c.collSpan("MPI_Alltoallv", send, recv, -1, true).end()
+	}
 	_, err := c.ialltoallv(call{block: true}, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 	return err
 }
 
 // Ialltoallv starts an Alltoallv.
 func (c *Comm) Ialltoallv(send Buffer, sendCounts, sendDispls []int, recv Buffer, recvCounts, recvDispls []int) (*Request, error) {
+	if traceOn {
+		defer c.collSpan("MPI_Ialltoallv", send, recv, -1, false).end()
+	}
 	return c.ialltoallv(call{}, send, sendCounts, sendDispls, recv, recvCounts, recvDispls)
 }
 

@@ -173,6 +173,9 @@ func (r *Request) complete(st pt2pt.Status, err error) (Status, error) {
 
 // Wait blocks until the operation completes and returns its status.
 func (r *Request) Wait() (Status, error) {
+	if traceOn {
+		defer begin("MPI_Wait", "request").end()
+	}
 	if r == nil {
 		return Status{}, &Error{Op: "wait", Class: ErrRequest}
 	}
@@ -191,6 +194,9 @@ func (r *Request) Wait() (Status, error) {
 
 // Test reports whether the operation has completed, making progress.
 func (r *Request) Test() (bool, Status, error) {
+	if traceOn {
+		defer begin("MPI_Test", "request").end()
+	}
 	if r == nil {
 		return false, Status{}, &Error{Op: "test", Class: ErrRequest}
 	}
@@ -243,6 +249,9 @@ func (r *Request) Free() {
 // Waitall waits for every request and returns their statuses and the first
 // error. Every request is completed even if one fails.
 func Waitall(rs ...*Request) ([]Status, error) {
+	if traceOn {
+		defer begin("MPI_Waitall", "request").end()
+	}
 	sts := make([]Status, len(rs))
 	var first error
 	for i, r := range rs {
@@ -261,6 +270,9 @@ func Waitall(rs ...*Request) ([]Status, error) {
 // Testall reports whether every request has completed; once they have, it
 // returns their statuses and the first error.
 func Testall(rs ...*Request) (bool, []Status, error) {
+	if traceOn {
+		defer begin("MPI_Testall", "request").end()
+	}
 	all := true
 	for _, r := range rs {
 		if r == nil {
@@ -280,6 +292,9 @@ func Testall(rs ...*Request) (bool, []Status, error) {
 // Waitany waits until one active request completes and returns its index,
 // or -1 when no request is active (MPI_UNDEFINED).
 func Waitany(rs ...*Request) (int, Status, error) {
+	if traceOn {
+		defer begin("MPI_Waitany", "request").end()
+	}
 	prs := make([]*pt2pt.Request, len(rs))
 	active := false
 	for i, r := range rs {
@@ -423,6 +438,9 @@ func (c *Comm) irecv(op string, b Buffer, src, tag int) (*Request, error) {
 
 // Send sends buf to rank dest with tag (blocking, standard mode).
 func (c *Comm) Send(buf Buffer, dest, tag int) error {
+	if traceOn {
+		defer c.p2pSpan("MPI_Send", buf, dest).end()
+	}
 	if err := c.check("send"); err != nil {
 		return err
 	}
@@ -447,6 +465,9 @@ func (c *Comm) Send(buf Buffer, dest, tag int) error {
 // Ssend sends in synchronous mode: it returns once the receiver has
 // matched the message.
 func (c *Comm) Ssend(buf Buffer, dest, tag int) error {
+	if traceOn {
+		defer c.p2pSpan("MPI_Ssend", buf, dest).end()
+	}
 	r, err := c.isend("ssend", buf, dest, tag, true)
 	if err != nil {
 		return err
@@ -466,6 +487,9 @@ func (c *Comm) Recv(buf Buffer, src, tag int) (s Status, err error) {
 // RecvInto is Recv with the status filled in *s, in place (package mpi's
 // Recv hands it its own result: setStatus says why).
 func (c *Comm) RecvInto(s *Status, buf Buffer, src, tag int) error {
+	if traceOn {
+		defer c.p2pSpan("MPI_Recv", buf, src).end()
+	}
 	if err := c.check("recv"); err != nil {
 		*s = Status{}
 		return err
@@ -494,16 +518,25 @@ func (c *Comm) RecvInto(s *Status, buf Buffer, src, tag int) error {
 
 // Isend starts a standard-mode send.
 func (c *Comm) Isend(buf Buffer, dest, tag int) (*Request, error) {
+	if traceOn {
+		defer c.p2pSpan("MPI_Isend", buf, dest).end()
+	}
 	return c.isend("isend", buf, dest, tag, false)
 }
 
 // Issend starts a synchronous-mode send.
 func (c *Comm) Issend(buf Buffer, dest, tag int) (*Request, error) {
+	if traceOn {
+		defer c.p2pSpan("MPI_Issend", buf, dest).end()
+	}
 	return c.isend("issend", buf, dest, tag, true)
 }
 
 // Irecv starts a receive.
 func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
+	if traceOn {
+		defer c.p2pSpan("MPI_Irecv", buf, src).end()
+	}
 	return c.irecv("irecv", buf, src, tag)
 }
 
@@ -516,6 +549,9 @@ func (c *Comm) Irecv(buf Buffer, src, tag int) (*Request, error) {
 // receive then takes Recv's path (an in-call poll, no pin when the message
 // comes in time), the way a barrier's exchange works.
 func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, recvtag int) (Status, error) {
+	if traceOn {
+		defer c.p2pSpan("MPI_Sendrecv", sendbuf, dest).end()
+	}
 	if err := c.check("sendrecv"); err != nil {
 		return Status{}, err
 	}
@@ -562,6 +598,9 @@ func (c *Comm) Sendrecv(sendbuf Buffer, dest, sendtag int, recvbuf Buffer, src, 
 // Probe blocks until a message from src with tag can be received and
 // describes it (use CountOf to size the buffer).
 func (c *Comm) Probe(src, tag int) (Status, error) {
+	if traceOn {
+		defer c.p2pSpan("MPI_Probe", nil, src).end()
+	}
 	if err := c.check("probe"); err != nil {
 		return Status{}, err
 	}
@@ -571,6 +610,9 @@ func (c *Comm) Probe(src, tag int) (Status, error) {
 
 // Iprobe is the nonblocking Probe.
 func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
+	if traceOn {
+		defer c.p2pSpan("MPI_Iprobe", nil, src).end()
+	}
 	if err := c.check("iprobe"); err != nil {
 		return Status{}, false, err
 	}

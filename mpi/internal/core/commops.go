@@ -61,6 +61,9 @@ func agreeContextBy(e *pt2pt.Engine, maxInts func(vals ...int) ([]int, error)) (
 // Dup returns a new communicator with the same group and a new context:
 // messages on one never match receives on the other.
 func (c *Comm) Dup() (*Comm, error) {
+	if traceOn {
+		defer begin("MPI_Comm_dup", "comm").end()
+	}
 	nc, err := c.sameGroup()
 	if err != nil {
 		return nil, err
@@ -92,6 +95,9 @@ func (c *Comm) sameGroup() (*Comm, error) {
 // communicator, ordered by key (ties by rank in c). A rank passing
 // Undefined gets nil.
 func (c *Comm) Split(color, key int) (*Comm, error) {
+	if traceOn {
+		defer begin("MPI_Comm_split", "comm").end()
+	}
 	if err := c.check("comm split"); err != nil {
 		return nil, err
 	}
@@ -142,6 +148,9 @@ const SplitShared SplitKind = 1
 // SplitType splits c by a property of the ranks; SplitShared puts the ranks
 // of each node together, ordered by key.
 func (c *Comm) SplitType(kind SplitKind, key int) (*Comm, error) {
+	if traceOn {
+		defer begin("MPI_Comm_split_type", "comm").end()
+	}
 	if kind != SplitShared {
 		return c.Split(Undefined, key)
 	}
@@ -154,6 +163,9 @@ func (c *Comm) SplitType(kind SplitKind, key int) (*Comm, error) {
 // normally (MPI_Comm_free only marks it): the resources they may use are
 // released when the last of them completes.
 func (c *Comm) Free() error {
+	if traceOn {
+		defer begin("MPI_Comm_free", "comm").end()
+	}
 	if err := c.check("comm free"); err != nil {
 		return err
 	}

@@ -72,6 +72,7 @@ func (g *gpuState) driverLocked() (cudadrv.Driver, error) {
 		default:
 			g.devs = make([]cudadrv.Device, g.drv.DeviceCount())
 		}
+		logGPUOpen(g.drv, g.err)
 	}
 	return g.drv, g.err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gompix/gompix/coll/hier"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/dtype"
+	"github.com/gompix/gompix/internal/logx"
 )
 
 // Two-level collectives (docs/design/collectives.md, "Two-level
@@ -94,7 +95,9 @@ func (c *Comm) resolveHier() uint32 {
 	default:
 		mode = hierBad
 	}
-	c.hier.mode.CompareAndSwap(hierUnknown, mode)
+	if c.hier.mode.CompareAndSwap(hierUnknown, mode) && logx.On(logx.Coll, logx.Info) {
+		logx.Infof(logx.Coll, "communicator of %d ranks: two-level collectives %v (GOMPIX_HIER=%s)", c.Size(), mode == hierOn, cfgHier.Get())
+	}
 	return c.hier.mode.Load()
 }
 

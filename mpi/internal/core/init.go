@@ -188,5 +188,6 @@ func abortJob(code int, msg string) {
 			_ = s.rt.Abort(code, msg)
 		}
 	}
+	_ = writeTrace() // the timeline up to the abort stays readable
 	exit(code)
 }

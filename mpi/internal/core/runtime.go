@@ -11,6 +11,7 @@ import (
 	"github.com/gompix/gompix/internal/bootstrap"
 	"github.com/gompix/gompix/internal/config"
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/internal/wireup"
 	"github.com/gompix/gompix/pt2pt"
 	gpupath "github.com/gompix/gompix/pt2pt/gpu"
@@ -81,6 +82,7 @@ type startConfig struct {
 	settle         time.Duration
 	bind           string // auto or none
 	fast           int    // 1: per-message UCX calls on a C stack; 0: through cgo
+	obs            observeConfig
 }
 
 func readStartConfig() (startConfig, error) {
@@ -107,7 +109,8 @@ func readStartConfig() (startConfig, error) {
 	if c.fast != 0 && c.fast != 1 {
 		return c, fmt.Errorf("config: GOMPIX_UCX_FASTCALL=%d: want 0 or 1", c.fast)
 	}
-	return c, nil
+	c.obs, err = readObserveConfig()
+	return c, err
 }
 
 // Start joins the job, makes the transport and the engine over it, and
@@ -119,6 +122,8 @@ func Start(h Hooks) (*Runtime, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
+	logx.Configure(cfg.obs.debug)
+	openTrace(cfg.obs)
 	// Read before any resource exists, so a bad setting leaks nothing;
 	// SameNode reads the node table Join makes below.
 	var job *bootstrap.Job
@@ -129,24 +134,31 @@ func Start(h Hooks) (*Runtime, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
+	ph := phase("gompix_init_join")
 	if job, err = bootstrap.Join(ctx, os.Getenv); err != nil {
 		return nil, fmt.Errorf("joining the job: %w", err)
 	}
+	ph.end()
+	ph = phase("gompix_init_transport")
 	rt, err := wire(ctx, job, cfg, gcfg)
 	if err != nil {
 		return nil, err
 	}
+	ph.end()
 	if h.World != nil {
 		h.World(rt)
 	}
+	ph = phase("gompix_init_bind_shm_settle")
 	if err := rt.ready(job, cfg, h.Prepare); err != nil {
 		_ = rt.Close(false)
 		return nil, err
 	}
+	ph.end()
 	if rt.stopProfile, err = startProfile(rt.Env.Rank); err != nil {
 		_ = rt.Close(false)
 		return nil, err
 	}
+	startObserve(rt, cfg.obs, gcfg)
 	return rt, nil
 }
 
@@ -180,6 +192,7 @@ func wire(ctx context.Context, job *bootstrap.Job, cfg startConfig, gcfg gpupath
 		return nil, err
 	}
 	rt.UCX = t
+	logx.Infof(logx.Wireup, "UCX transport up: %d ranks, device memory %v, oversubscribed %v, spin %d", env.Size, t.Caps().DeviceMemory, oversubscribed, spin)
 	if err := gcfg.CheckTransport(t); err != nil {
 		t.Close()
 		job.Close()
@@ -267,6 +280,9 @@ const finalizeReportTimeout = 30 * time.Second
 // it, and Start where it fails after the transport exists.
 func (rt *Runtime) Close(finalizing bool) error {
 	err := rt.Engine.Close()
+	if terr := writeTrace(); err == nil {
+		err = terr
+	}
 	if rt.stopProfile != nil {
 		if perr := rt.stopProfile(); err == nil {
 			err = perr

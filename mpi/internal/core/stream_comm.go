@@ -8,6 +8,7 @@ import (
 
 	"github.com/gompix/gompix/coll"
 	"github.com/gompix/gompix/internal/cudadrv"
+	"github.com/gompix/gompix/internal/logx"
 	"github.com/gompix/gompix/pt2pt"
 	"github.com/gompix/gompix/stream"
 )
@@ -93,6 +94,9 @@ func (c *StreamComm) Free() error {
 // (its Enqueue operations fail there with ErrComm).
 func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 	const op = "stream comm create"
+	if traceOn {
+		defer begin("MPIX_Stream_comm_create", "stream").onStream(s).end()
+	}
 	if err := c.check(op); err != nil {
 		return nil, err
 	}
@@ -116,6 +120,7 @@ func (c *Comm) StreamComm(s *Stream) (*StreamComm, error) {
 		nc.Free()
 		return nil, s.use(op)
 	}
+	logx.Infof(logx.Stream, "stream communicator of %d ranks on device %d (-1: no stream here)", nc.Size(), ord)
 	return &StreamComm{Comm: nc, s: s, pending: new(atomic.Int64)}, nil
 }
 
@@ -272,6 +277,9 @@ func (c *StreamComm) enqueueReq(s *Stream, start func() (*Request, error)) error
 
 // p2p validates and enqueues a blocking point-to-point operation.
 func (c *StreamComm) p2p(op string, buf Buffer, peer, tag int, recv bool, start func() (*Request, error)) error {
+	if traceOn {
+		defer c.Comm.p2pSpan(enqueueName(op), buf, peer).onStream(c.s).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return err
@@ -385,6 +393,9 @@ func (r *StreamRequest) isDone() bool {
 // nonblocking validates and enqueues a nonblocking point-to-point
 // operation: the stream runs on past it; the engine polls it to completion.
 func (c *StreamComm) nonblocking(op string, buf Buffer, peer, tag int, recv bool, start func() (*Request, error)) (*StreamRequest, error) {
+	if traceOn {
+		defer c.Comm.p2pSpan(enqueueName(op), buf, peer).onStream(c.s).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return nil, err
@@ -451,6 +462,9 @@ func (c *StreamComm) WaitEnqueue(r *StreamRequest) error {
 // ErrRequest error and nothing is enqueued.
 func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 	const op = "wait enqueue"
+	if traceOn {
+		defer begin(enqueueName(op), "stream").onStream(c.s).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return err
@@ -509,6 +523,9 @@ func (c *StreamComm) WaitallEnqueue(rs ...*StreamRequest) error {
 // the host path, the later ones take it too until it has started (then
 // every rank starts them in enqueue order, whichever path each takes).
 func (c *StreamComm) coll(op string, bufs []Buffer, start func(m call) (*Request, error)) error {
+	if traceOn {
+		defer c.enqueueSpan(op, bufs).end()
+	}
 	s, err := c.stream(op)
 	if err != nil {
 		return err

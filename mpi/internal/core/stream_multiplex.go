@@ -32,6 +32,9 @@ type MultiplexComm struct {
 // rank to streams (possibly none; at most MaxMultiplexStreams; each live
 // and distinct). It is collective over c.
 func (c *Comm) StreamCommMultiplex(streams []*Stream) (*MultiplexComm, error) {
+	if traceOn {
+		defer begin("MPIX_Stream_comm_create_multiplex", "stream").end()
+	}
 	const op = "stream comm create multiplex"
 	if err := c.check(op); err != nil {
 		return nil, err
