@@ -65,6 +65,7 @@ type State struct {
 	last  [numKinds]lastPlan   // each collective's last plan, checked first
 	spare atomic.Pointer[exec] // a released executor, for the next call
 	kept  *exec                // one recycled by WaitKeep, for the next blocking call
+	rec   *Persistent          // set while Init records a call instead of running it
 }
 
 // NewState returns the engine for c. o may be nil.

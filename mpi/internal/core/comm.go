@@ -136,6 +136,8 @@ type Request struct {
 	sched collRequest
 	// life is the communicator's (nil for a request of none).
 	life *lifetime
+	// pers is set for persistent requests (persistent.go).
+	pers *persistent
 }
 
 // ended reports the error of a request waited for or tested after Finalize
@@ -213,6 +215,10 @@ func (r *Request) Cancel() {
 // operation completes in the background; a receive buffer stays pinned
 // until then.
 func (r *Request) Free() {
+	if r != nil && r.pers != nil {
+		r.freePersistent()
+		return
+	}
 	if r != nil && !r.done && r.p2p {
 		r.done = true
 		if r.ended("free") != nil {
