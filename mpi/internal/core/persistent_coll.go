@@ -152,4 +152,3 @@ func (c *Comm) AlltoallvInit(send Buffer, sendCounts, sendDispls []int, recv Buf
 	return c.ialltoallv(initCall, send, slices.Clone(sendCounts), slices.Clone(sendDispls), recv,
 		slices.Clone(recvCounts), slices.Clone(recvDispls))
 }
-
