@@ -13,8 +13,13 @@ import (
 // empty contribution elsewhere.
 var InPlace []byte = nil
 
-// tagMask keeps collective tags in [0, 2^24).
-const tagMask = 1<<24 - 1
+// tagMask keeps collective tags in [0, TagLimit).
+const tagMask = TagLimit - 1
+
+// TagLimit bounds the tags of collectives on a communicator's collective
+// context; the tags from TagLimit up to pt2pt.MaxTag there are package
+// mpi's own (partitioned communication).
+const TagLimit = 1 << 23
 
 // Call says how one collective runs, apart from its arguments: every
 // collective method of State takes one. The zero Call is a nonblocking call
