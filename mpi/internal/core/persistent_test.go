@@ -300,3 +300,14 @@ func persistCollsOf(w *Comm, count int) error {
 	}
 	return nil
 }
+
+// TestPersistentUCX runs the persistent and partitioned scenarios as real
+// jobs over UCX.
+func TestPersistentUCX(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process UCX run skipped in -short mode")
+	}
+	for _, name := range []string{"persist-ring", "persist-colls", "part-ring"} {
+		t.Run(name, func(t *testing.T) { runJob(t, name, 3) })
+	}
+}
