@@ -108,14 +108,11 @@ func (r *Request) freePersistent() {
 	parkFreed(r)
 }
 
-// p2pInit is a persistent send or receive: the transport's message,
-// checked once, on a buffer pinned once.
+// p2pInit is a persistent send or receive: the transport's operation,
+// checked and resolved once (pt2pt.Prepared), on a buffer pinned once.
 type p2pInit struct {
-	c *Comm
-	m pt2pt.Msg
-	// imm: a standard-mode send from host memory, tried inside the call
-	// first (pt2pt's Immediate), as Isend does.
-	imm    bool
+	c      *Comm
+	prep   *pt2pt.Prepared
 	pinner *runtime.Pinner
 }
 
@@ -124,18 +121,7 @@ func (p *p2pInit) start(r *Request) error {
 		sweepFreed()
 	}
 	r.done, r.p2p = false, true
-	if p.imm {
-		m := p.m
-		m.Flags = pt2pt.Immediate
-		if err := p.c.pc.Post(m, &r.r); err != nil {
-			r.done = true
-			return face(err)
-		}
-		if r.r.Posted() {
-			return nil
-		}
-	}
-	if err := p.c.pc.Post(p.m, &r.r); err != nil {
+	if err := p.c.pc.PostPrepared(p.prep, &r.r); err != nil {
 		r.done = true
 		return face(err)
 	}
@@ -164,7 +150,11 @@ func (c *Comm) p2pInit(op string, b Buffer, m pt2pt.Msg) (*Request, error) {
 	} else if err := c.pc.CheckSend(op, m.Mem, m.Peer, m.Tag); err != nil {
 		return nil, face(err)
 	}
-	p := &p2pInit{c: c, m: m, imm: m.Flags == 0 && m.Mem.Kind == pt2pt.Host}
+	prep, err := c.pc.Prepare(m)
+	if err != nil {
+		return nil, face(err)
+	}
+	p := &p2pInit{c: c, prep: prep}
 	if m.Peer != ProcNull {
 		p.pinner = pinBuffers(b)
 	}
