@@ -52,10 +52,10 @@ func (c *Comm) engine() *coll.State {
 // progress rule; pt2pt.Background). One per engine, that is one per rank
 // also when the ranks are goroutines of one test process.
 func progressOf(e *pt2pt.Engine) *coll.Progress {
-	if p, ok := e.Background().(*coll.Progress); ok {
-		return p
+	if b, ok := e.Background().(*background); ok {
+		return b.coll
 	}
-	return e.SetBackground(coll.NewProgress()).(*coll.Progress)
+	return e.SetBackground(&background{coll.NewProgress()}).(*background).coll
 }
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.

@@ -131,6 +131,7 @@ func (c *Comm) PsendInit(buf Buffer, partitions, dest, tag int) (*Request, error
 	if err := c.pc.CheckSend(op, buf.mem(), dest, tag); err != nil {
 		return nil, face(err)
 	}
+	usePartWork(c.pc.Engine())
 	p := &psendInit{c: c, peer: dest, ready: make([]bool, partitions), reqs: make([]pt2pt.Request, partitions)}
 	if dest != ProcNull {
 		ch, ok := allocChan(c.pc)
@@ -158,6 +159,9 @@ func (p *psendInit) start(r *Request) error {
 	clear(p.ready)
 	p.active, p.sent, p.err = true, 0, nil
 	r.done, r.p2p, r.sched = false, false, psendRound{p}
+	if p.flags != nil {
+		addPartWork(p)
+	}
 	return nil
 }
 
@@ -288,6 +292,7 @@ func waitTesting(c *Comm, test func() (bool, error)) error {
 }
 
 func (p *psendInit) release() {
+	dropPartWork(p)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.flags.free()

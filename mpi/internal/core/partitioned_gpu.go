@@ -55,6 +55,9 @@ func (r *Request) PreadyFlags() (uintptr, error) {
 		if p.flags, err = newPartFlags(op, p); err != nil {
 			return 0, err
 		}
+		if p.active {
+			addPartWork(p)
+		}
 	}
 	return uintptr(p.flags.ptr), nil
 }
@@ -127,6 +130,7 @@ func (r *Request) PreadyOnStream(s *Stream, partition int) error {
 		if p.flags, err = newPartFlags(op, p); err != nil {
 			return err
 		}
+		addPartWork(p)
 	}
 	f := p.flags
 	if f.fl == nil {

@@ -54,6 +54,7 @@ func (c *Comm) PrecvInit(buf Buffer, partitions, src, tag int) (*Request, error)
 	if err := c.pc.CheckRecv(op, buf.mem(), src, tag); err != nil {
 		return nil, face(err)
 	}
+	usePartWork(c.pc.Engine())
 	p := &precvInit{c: c, src: src, tag: tag, parts: partitions, mem: buf.mem()}
 	if src != ProcNull {
 		p.pin = pinBuffers(buf)
@@ -73,6 +74,9 @@ func (p *precvInit) start(r *Request) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	_ = p.postLocked() // a failure is the round's, reported by Test and Wait
+	if p.src != ProcNull && !p.posted && p.err == nil {
+		addPartWork(p) // not matched yet: the background matches and posts
+	}
 	return nil
 }
 
@@ -214,6 +218,7 @@ func (p *precvInit) release() {
 	if p.src == ProcNull {
 		return
 	}
+	dropPartWork(p)
 	matcherOf(p.c.pc).remove(p)
 	unpin(p.pin)
 	p.pin = nil

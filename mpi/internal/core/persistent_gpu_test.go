@@ -31,6 +31,9 @@ func TestPersistentDeviceGPU(t *testing.T) {
 }
 
 func persistDevice(w *Comm) error {
+	if err := partCrossed(w); err != nil {
+		return fmt.Errorf("crossed: %w", err)
+	}
 	if err := persistDeviceColl(w); err != nil {
 		return fmt.Errorf("collectives: %w", err)
 	}
@@ -199,4 +202,61 @@ func copyOnStream(s *Stream, buf *DeviceBuffer[int32], host []int32) error {
 		return err
 	}
 	return buf.CopyFromHost(host)
+}
+
+// partCrossed: ranks in pairs each send to the other, partitions readied
+// by the GPU, and each waits for its receive before its send: the sends'
+// flags must be seen by the background progress of the receives' waits
+// (MPI's progress rule), not by the sends' own waits, which come later.
+func partCrossed(w *Comm) error {
+	me := w.Rank()
+	peer := me ^ 1
+	if peer >= w.Size() {
+		return w.Barrier()
+	}
+	const parts = 4
+	out, in := make([]int64, parts*16), make([]int64, parts*16)
+	sr, err := w.PsendInit(Slice(out), parts, peer, 1)
+	if err != nil {
+		return err
+	}
+	defer sr.Free()
+	rr, err := w.PrecvInit(Slice(in), parts, peer, 1)
+	if err != nil {
+		return err
+	}
+	defer rr.Free()
+	s, err := NewStream()
+	if err != nil {
+		return err
+	}
+	defer s.Free()
+	for round := range 3 {
+		for i := range out {
+			out[i] = int64(me<<20 | round<<10 | i)
+		}
+		if err := Startall(sr, rr); err != nil {
+			return err
+		}
+		for i := range parts {
+			if err := sr.PreadyOnStream(s, i); err != nil {
+				return err
+			}
+		}
+		if _, err := rr.Wait(); err != nil {
+			return err
+		}
+		if _, err := sr.Wait(); err != nil {
+			return err
+		}
+		for i, v := range in {
+			if v != int64(peer<<20|round<<10|i) {
+				return errorf("round %d: in[%d] = %#x", round, i, v)
+			}
+		}
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+	}
+	return w.Barrier()
 }
