@@ -52,8 +52,9 @@ func (r *Request) Parrived(partition int) (bool, error) {
 // in mapped host memory. A kernel marks partition i ready for the n-th
 // Start (n = 1, 2, …; PartitionRound) by storing n into the word at
 // address+4*i after a system-wide fence (__threadfence_system) that orders
-// its writes of the partition's data before it. The send's progress (its
-// Test and Wait) reads the flags and sends each partition marked.
+// its writes of the partition's data before it. Every wait of the process
+// (the send's Test and Wait, and the waits of other calls) reads the flags
+// and sends each partition marked.
 func (r *Request) PreadyFlags() (uintptr, error) {
 	p, err := coreRequest(r).PreadyFlags()
 	return p, face(err)
@@ -70,7 +71,7 @@ func (r *Request) PartitionRound() (uint32, error) {
 // PreadyOnStream marks a partition of the active round ready once the work
 // enqueued on s so far (the kernel computing it) has completed: a flag
 // write ordered on the stream. The partition goes out when the send's
-// progress next sees the flag (its Test or Wait).
+// progress next sees the flag (any wait of the process).
 func (r *Request) PreadyOnStream(s *Stream, partition int) error {
 	return face(coreRequest(r).PreadyOnStream(coreStream(s), partition))
 }

@@ -14,7 +14,8 @@ import (
 // partition in pinned host memory mapped into the device's address space.
 // A kernel (or a stream, PreadyOnStream) marks partition i ready in round n
 // (the n-th Start, counting from 1) by storing n into word i; the progress
-// of the send (its Test and Wait, Pready) reads the words and sends each
+// of the send (its Test and Wait, and the background of every wait of the
+// process: partitioned_progress.go) reads the words and sends each
 // partition whose word holds the round. Counting rounds rather than
 // clearing the words at Start spares a race with a kernel of the next
 // round launched before that Start.
@@ -41,7 +42,7 @@ func (f *partFlags) free() {
 // address+4*i after a system-wide fence (__threadfence_system) that orders
 // its writes of the partition's data before it. Host Pready calls still
 // work alongside; a partition readied both ways is an error of the
-// program (the second is not detected). The flags live on device of the
+// program (not always detected). The flags live on the device of the
 // send's buffer (the current device for a host buffer).
 func (r *Request) PreadyFlags() (uintptr, error) {
 	const op = "pready flags"
@@ -108,7 +109,7 @@ func (r *Request) PartitionRound() (uint32, error) {
 // enqueued on s so far (the kernel computing it) has completed: a flag
 // write ordered on the stream (stream memory operations, or a one-thread
 // kernel where the driver lacks them). The partition goes out when the
-// send's progress next sees the flag (its Test or Wait).
+// send's progress next sees the flag (any wait of the process).
 func (r *Request) PreadyOnStream(s *Stream, partition int) error {
 	const op = "pready on stream"
 	p, err := r.psend(op)
