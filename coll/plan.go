@@ -137,6 +137,9 @@ func (b *builder) setBlockCounts() {
 
 // run starts pl on the given buffers.
 func (s *State) run(c Call, pl *plan, op Op, t dtype.Type, send, recv []byte, tag int) (Request, error) {
+	if s.rec != nil {
+		return s.rec.record(pl, op, t, send, recv, tag)
+	}
 	var e *exec
 	if c.Blocking && s.kept != nil {
 		e, s.kept = s.kept, nil

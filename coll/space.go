@@ -109,6 +109,10 @@ func (s *State) startDirect(c Call, b *builder, send, recv []byte, tag int) (r R
 	if !s.dev.Direct.Supports(dc) {
 		return nil, false, nil
 	}
+	if s.rec != nil {
+		s.rec.recordDirect(dc)
+		return done{}, true, nil
+	}
 	r, err = s.dev.Direct.Start(dc)
 	if err != nil {
 		return nil, true, fmt.Errorf("coll: %v:%s: %w", b.kind, DirectName, err)

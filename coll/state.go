@@ -13,14 +13,17 @@ import (
 // empty contribution elsewhere.
 var InPlace []byte = nil
 
-// tagMask keeps collective tags in [0, 2^23). The upper half of the 24-bit
-// tag space on the collective context (GroupTagBase up) is left to callers'
-// messages among a subset of the ranks, which take no part in the sequence
-// (mpi's CommCreateGroup).
-const tagMask = 1<<23 - 1
-
-// GroupTagBase is the first tag of the collective context no State uses.
-const GroupTagBase = tagMask + 1
+// Tags on a communicator's collective context: the collectives' sequence
+// in [0, TagLimit); above it, package mpi's own messages among some of the
+// ranks, which take no part in the sequence (mpi/internal/core): TagLimit
+// itself and TagLimit|1<<22 up for partitioned communication, and
+// GroupTagBase up to GroupTagBase+GroupTags-1 for CommCreateGroup.
+const (
+	TagLimit     = 1 << 23
+	tagMask      = TagLimit - 1
+	GroupTagBase = TagLimit + 1
+	GroupTags    = 1<<22 - 1
+)
 
 // Call says how one collective runs, apart from its arguments: every
 // collective method of State takes one. The zero Call is a nonblocking call
@@ -73,6 +76,7 @@ type State struct {
 	kept  *exec                // one recycled by WaitKeep, for the next blocking call
 	// lastAlg names the way the last call started (LastAlgorithm).
 	lastAlg string
+	rec     *Persistent // set while Init records a call instead of running it
 }
 
 // NewState returns the engine for c. o may be nil.

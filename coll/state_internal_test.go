@@ -21,17 +21,17 @@ type fourRanks struct{ nullComm }
 
 func (fourRanks) Size() int { return 4 }
 
-// Tags stay in [0, 2^23) and wrap after 2^23 collectives.
+// Tags stay in [0, TagLimit) and wrap after TagLimit collectives.
 func TestTagWrap(t *testing.T) {
 	s := NewState(nullComm{}, nil)
-	s.seq = 1<<23 - 2
-	for _, want := range []int{1<<23 - 2, 1<<23 - 1, 0, 1} {
+	s.seq = TagLimit - 2
+	for _, want := range []int{TagLimit - 2, TagLimit - 1, 0, 1} {
 		if got := s.nextTag(); got != want {
 			t.Fatalf("tag %d, want %d", got, want)
 		}
 	}
 	s.seq = 1<<32 - 1
-	if got := s.nextTag(); got != 1<<23-1 {
+	if got := s.nextTag(); got != TagLimit-1 {
 		t.Fatalf("tag %d at the uint32 wrap", got)
 	}
 	if got := s.nextTag(); got != 0 {

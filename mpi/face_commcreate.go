@@ -11,7 +11,7 @@ func (c *Comm) CommCreate(group *Group) (*Comm, error) {
 }
 
 // MaxGroupTag is the largest tag CommCreateGroup takes.
-const MaxGroupTag = 1<<23 - 1
+const MaxGroupTag = 1<<22 - 2
 
 // CommCreateGroup makes the communicator of group's members, in group's
 // order (MPI_Comm_create_group). Unlike CommCreate it is collective only

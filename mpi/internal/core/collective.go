@@ -52,10 +52,10 @@ func (c *Comm) engine() *coll.State {
 // progress rule; pt2pt.Background). One per engine, that is one per rank
 // also when the ranks are goroutines of one test process.
 func progressOf(e *pt2pt.Engine) *coll.Progress {
-	if p, ok := e.Background().(*coll.Progress); ok {
-		return p
+	if b, ok := e.Background().(*background); ok {
+		return b.coll
 	}
-	return e.SetBackground(coll.NewProgress()).(*coll.Progress)
+	return e.SetBackground(&background{coll.NewProgress()}).(*background).coll
 }
 
 // collComm adapts a pt2pt communicator's collective context to coll.Comm.
@@ -369,6 +369,9 @@ func typeOf(name string, a, b *bufInfo) (dtype.Type, error) {
 type call struct {
 	block  bool
 	stream uintptr
+	// persist: set the collective up as a persistent request (initColl)
+	// instead of starting it.
+	persist bool
 }
 
 // checkColl reports the error a collective on c fails with before
@@ -402,6 +405,9 @@ func (c *Comm) checkColl(name string) error {
 func (c *Comm) start(m call, name string, ord int, f func(s *coll.State, cc coll.Call) (coll.Request, error)) (*Request, error) {
 	if err := c.checkColl(name); err != nil {
 		return nil, err
+	}
+	if m.persist {
+		return c.initColl(name, ord, f)
 	}
 	var err error
 	c.collMu.Lock()

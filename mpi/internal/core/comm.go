@@ -148,6 +148,8 @@ type Request struct {
 	life *lifetime
 	// view is set for a receive into a View, unpacked on completion.
 	view *viewRecv
+	// pers is set for persistent requests (persistent.go).
+	pers *persistent
 }
 
 // ended reports the error of a request waited for or tested after Finalize
@@ -234,6 +236,10 @@ func (r *Request) Cancel() {
 // operation completes in the background; a receive buffer stays pinned
 // until then.
 func (r *Request) Free() {
+	if r != nil && r.pers != nil {
+		r.freePersistent()
+		return
+	}
 	if r != nil && !r.done && r.p2p {
 		r.done = true
 		if r.ended("free") != nil {

@@ -53,7 +53,7 @@ func (c *Comm) groupRanks(op string, group *Group) ([]int, error) {
 }
 
 // MaxGroupTag is the largest tag CommCreateGroup takes.
-const MaxGroupTag = coll.GroupTagBase - 1
+const MaxGroupTag = coll.GroupTags - 1
 
 // CommCreateGroup makes the communicator of group's members, in group's
 // order (MPI_Comm_create_group). Unlike CommCreate it is collective only

@@ -58,9 +58,18 @@ func sweepFreed() {
 	defer freedMu.Unlock()
 	kept := freed[:0]
 	for _, r := range freed {
-		if ok, _, _ := r.r.Test(); ok {
+		var ok bool
+		if r.sched != nil {
+			ok, _ = r.sched.Test() // a persistent collective or partitioned round
+		} else {
+			ok, _, _ = r.r.Test()
+		}
+		if ok {
 			unpin(r.pinner)
 			r.pinner = nil
+			if r.pers != nil {
+				releasePersistent(r.pers.op)
+			}
 			continue
 		}
 		kept = append(kept, r)
