@@ -14,6 +14,9 @@
 #                                      with an MPS daemon: OSU -c validation of
 #                                      the device and stream operations (a hang
 #                                      is a failure)
+#   scripts/device-check.sh mps        there: osu latency -d cuda D D, two
+#                                      ranks on GPU 0, with gompirun --mps
+#                                      (its own MPS daemon) and without
 #   scripts/device-check.sh rig        there (root): two rig nodes inside the
 #                                      host (scripts/rig/rig.sh), one rank on
 #                                      each, device buffers over the ucx path
@@ -28,7 +31,7 @@
 #
 # To add a package, append it to PKGS (and to BENCH_PKGS for benchmarks).
 set -u
-PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels mpi mpi/internal/core pt2pt/gpu stream"}
+PKGS=${PKGS:-"internal/cudadrv internal/gputopo kernels coll/gpu mpi mpi/internal/core pt2pt/gpu stream"}
 BENCH_PKGS=${BENCH_PKGS:-"kernels"}
 BENCH=${BENCH:-.}
 BENCHTIME=${BENCHTIME:-2s}
@@ -140,6 +143,20 @@ shared() {
 	done
 }
 
+# mps: the latency of a device message between two ranks sharing GPU 0,
+# under the MPS daemon gompirun --mps starts and stops, and without one.
+mps() {
+	mkdir -p "$out"
+	for m in --mps ""; do
+		echo "== gompirun -n 2 $m osu latency -d cuda D D" >>"$out/mps.log"
+		CUDA_VISIBLE_DEVICES=0 timeout 200 "$dev/gompirun" -n 2 $m --report-bindings --timeout 180 \
+			"$dev/gompix" osu latency -d cuda -m 8:1048576 D D >>"$out/mps.log" 2>&1 ||
+			{ echo "mps: gompirun $m FAILED"; status=1; }
+	done
+	pgrep -f nvidia-cuda-mps >/dev/null && { echo "mps: an MPS daemon outlived the job"; status=1; }
+	grep -E "^==|^(8|1024|65536|1048576) |bind|MPS|mps" "$out/mps.log"
+}
+
 # rig: the ucx path end to end between two nodes of the multi-node rig on
 # this one host. The nodes have their own network, IPC and /dev/shm, so
 # gompix sees two nodes and auto sends device buffers to the other by ucx;
@@ -191,10 +208,10 @@ rig() {
 	grep -E "take path" "$log" | head -4
 }
 
-[ $# -gt 0 ] || { sed -n '2,31p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,34p' "$0"; exit 2; }
 for mode in "$@"; do
 	case $mode in
-	build | gen | abi | run | bench | info | shared | rig) $mode ;;
+	build | gen | abi | run | bench | info | shared | mps | rig) $mode ;;
 	*) echo "device-check.sh: unknown mode $mode" >&2; exit 2 ;;
 	esac
 done
