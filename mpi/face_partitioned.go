@@ -11,7 +11,7 @@ package mpi
 // once Pready marks it ready; Wait completes once all have been sent.
 func (c *Comm) PsendInit(buf Buffer, partitions, dest, tag int) (*Request, error) {
 	r0, r1 := coreComm(c).PsendInit(cb(buf), partitions, dest, tag)
-	return faceRequest(r0), face(r1)
+	return faceRequest(r0), c.fail(r1)
 }
 
 // PrecvInit makes a partitioned receive into buf, in partitions equal
@@ -20,7 +20,7 @@ func (c *Comm) PsendInit(buf Buffer, partitions, dest, tag int) (*Request, error
 // tells which partitions have arrived in the active round.
 func (c *Comm) PrecvInit(buf Buffer, partitions, src, tag int) (*Request, error) {
 	r0, r1 := coreComm(c).PrecvInit(cb(buf), partitions, src, tag)
-	return faceRequest(r0), face(r1)
+	return faceRequest(r0), c.fail(r1)
 }
 
 // Pready marks a partition of an active partitioned send ready
