@@ -372,11 +372,17 @@ func (mv *Mover) Pull(dst pt2pt.Mem, src int, r rndv.Region, n int) (rndv.Copy, 
 	var m *cudadrv.IPCMapping
 	reg := cudadrv.IPCRegion{Handle: r.Handle, BufferID: r.BufferID, Base: r.Base, Size: r.AllocSize}
 	c, err := mv.copyOn(ordinal, func(ds *devState) error {
-		var err error
-		if m, err = mv.cache.Acquire(ds.dev, src, reg); err != nil {
-			return err
+		// A message to itself needs no mapping, and could not have one:
+		// the driver refuses to open a handle in the process that made it.
+		from := cudadrv.DevicePtr(r.Base) + cudadrv.DevicePtr(r.Offset)
+		if src != mv.rank {
+			var err error
+			if m, err = mv.cache.Acquire(ds.dev, src, reg); err != nil {
+				return err
+			}
+			from = m.Ptr + cudadrv.DevicePtr(r.Offset)
 		}
-		from := m.Ptr + cudadrv.DevicePtr(r.Offset)
+		var err error
 		if dst.Kind == pt2pt.Device {
 			err = ds.dev.MemcpyDtoDAsync(devPtr(dst.Ptr), from, n, ds.stream)
 		} else {
@@ -390,7 +396,9 @@ func (mv *Mover) Pull(dst pt2pt.Mem, src int, r rndv.Region, n int) (rndv.Copy, 
 		}
 		return rndv.Copy{}, err
 	}
-	c.Hold = m
+	if m != nil {
+		c.Hold = m
+	}
 	return c, nil
 }
 
