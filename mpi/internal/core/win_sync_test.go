@@ -206,4 +206,3 @@ func rmaErrors(c *Comm) error {
 	}
 	return nil
 }
-
