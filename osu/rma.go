@@ -21,7 +21,7 @@ const kindOneSided kind = 100
 // optsOneSided: OSU 7.4's one-sided options that gompix implements (W for
 // the bandwidth benchmarks).
 const (
-	optsOneSided   = "hvmxiwsdc"
+	optsOneSided   = "hvmxiwsd"
 	optsOneSidedBW = optsOneSided + "W"
 )
 
@@ -64,11 +64,11 @@ var syncNames = map[syncOption][2]string{
 
 func init() {
 	for _, b := range []*Benchmark{
-		{name: "put_latency", title: "MPI_Put%s Latency Test", opts: optsOneSided},
-		{name: "get_latency", title: "MPI_Get%s Latency Test", opts: optsOneSided},
-		{name: "acc_latency", title: "MPI_Accumulate%s latency Test", opts: optsOneSided},
-		{name: "put_bw", title: "MPI_Put%s Bandwidth Test", opts: optsOneSidedBW},
-		{name: "get_bw", title: "MPI_Get%s Bandwidth Test", opts: optsOneSidedBW},
+		{name: "put_latency", title: "MPI_Put Latency Test", opts: optsOneSided},
+		{name: "get_latency", title: "MPI_Get Latency Test", opts: optsOneSided},
+		{name: "acc_latency", title: "MPI_Accumulate latency Test", opts: optsOneSided},
+		{name: "put_bw", title: "MPI_Put Bandwidth Test", opts: optsOneSidedBW},
+		{name: "get_bw", title: "MPI_Get Bandwidth Test", opts: optsOneSidedBW},
 	} {
 		b.kind, b.exactRanks, b.noDatatype, b.noTail = kindOneSided, 2, true, true
 		register(b)
@@ -149,7 +149,9 @@ func runOneSided(c *mpi.Comm, b *Benchmark, o *Options, out io.Writer) error {
 }
 
 func (r *rmaRun) header(w io.Writer) {
-	fmt.Fprintf(w, "# OSU %s v%s\n", fmt.Sprintf(r.b.title, accelSuffix(r.o.Accel)), osuVersion)
+	// OSU names the accelerator after the call: "MPI_Put-CUDA Latency Test".
+	title := strings.Replace(r.b.title, " ", accelSuffix(r.o.Accel)+" ", 1)
+	fmt.Fprintf(w, "\n# OSU %s v%s\n", title, osuVersion)
 	fmt.Fprintf(w, "# Window creation: %s\n", winNames[r.o.WinOption][1])
 	fmt.Fprintf(w, "# Synchronization: %s\n", syncNames[r.o.SyncOption][1])
 	if r.o.Accel != AccelNone {

@@ -38,9 +38,9 @@ func TestOneSidedOptions(t *testing.T) {
 // TestOneSidedHeader: OSU's one-sided header lines.
 func TestOneSidedHeader(t *testing.T) {
 	for name, want := range map[string]string{
-		"put_latency": "# OSU MPI_Put Latency Test v7.4\n# Window creation: MPI_Win_create\n# Synchronization: MPI_Win_fence\n# Size          Latency (us)\n",
-		"get_bw":      "# OSU MPI_Get Bandwidth Test v7.4\n# Window creation: MPI_Win_allocate\n# Synchronization: MPI_Win_flush\n# Size      Bandwidth (MB/s)\n",
-		"acc_latency": "# OSU MPI_Accumulate latency Test v7.4\n# Window creation: MPI_Win_allocate\n# Synchronization: MPI_Win_flush\n# Size          Latency (us)\n",
+		"put_latency": "\n# OSU MPI_Put Latency Test v7.4\n# Window creation: MPI_Win_create\n# Synchronization: MPI_Win_fence\n# Size          Latency (us)\n",
+		"get_bw":      "\n# OSU MPI_Get Bandwidth Test v7.4\n# Window creation: MPI_Win_allocate\n# Synchronization: MPI_Win_flush\n# Size      Bandwidth (MB/s)\n",
+		"acc_latency": "\n# OSU MPI_Accumulate latency Test v7.4\n# Window creation: MPI_Win_allocate\n# Synchronization: MPI_Win_flush\n# Size          Latency (us)\n",
 	} {
 		b := mustLookup(t, name)
 		args := []string{}
