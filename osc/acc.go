@@ -64,6 +64,9 @@ func choose(p *peer, t dtype.Type, a AccOp) (path, ucx.AtomicOp) {
 // written there. Both are host memory. Element-wise atomic with respect
 // to other accumulates; complete at the target when it returns.
 func (w *Win) Accumulate(origin, result []byte, t dtype.Type, a AccOp, target, disp int) error {
+	if w == nil {
+		return errNilWin
+	}
 	op := "accumulate"
 	if result != nil {
 		op = "get_accumulate"
@@ -220,6 +223,9 @@ func (w *Win) accLocked(p *peer, key *ucx.RemoteKey, addr uint64, origin, result
 // CompareAndSwap writes origin (one element of t) to target at disp if
 // the target equals compare, and returns the previous value in result.
 func (w *Win) CompareAndSwap(origin, compare, result []byte, t dtype.Type, target, disp int) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "compare_and_swap"
 	size := t.Size()
 	if len(origin) != size || len(compare) != size || len(result) != size {

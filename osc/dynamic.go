@@ -43,6 +43,9 @@ func (w *Win) ctrlWord(off int) *uint64 { return (*uint64)(unsafe.Add(w.ctrl.Bas
 // after their next synchronization). Displacements into it are its
 // addresses (uintptr(p) + offset).
 func (w *Win) Attach(o Origin) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win attach"
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -110,6 +113,9 @@ func (w *Win) publish(a *attachment, key []byte) {
 
 // Detach withdraws the region attached at p.
 func (w *Win) Detach(p unsafe.Pointer) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win detach"
 	w.mu.Lock()
 	defer w.mu.Unlock()

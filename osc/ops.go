@@ -53,12 +53,18 @@ func (w *Win) resolve(op string, target, disp, n int) (uint64, *ucx.RemoteKey, e
 // Put writes o to target at displacement disp. It is complete at the
 // target after the epoch's next synchronization.
 func (w *Win) Put(o Origin, target, disp int) error {
+	if w == nil {
+		return errNilWin
+	}
 	return w.rma("put", o, target, disp, false)
 }
 
 // Get reads target's memory at disp into o; the data are in after the
 // epoch's next synchronization (FlushLocal included).
 func (w *Win) Get(o Origin, target, disp int) error {
+	if w == nil {
+		return errNilWin
+	}
 	return w.rma("get", o, target, disp, true)
 }
 

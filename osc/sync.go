@@ -79,6 +79,9 @@ func (w *Win) checkTarget(op string, target int) error {
 // Fence ends the current fence epoch (completing every operation of it at
 // every rank) and, unless assert has ModeNoSucceed, opens the next.
 func (w *Win) Fence(assert int) error {
+	if w == nil {
+		return errNilWin
+	}
 	w.mu.Lock()
 	if err := w.checkOpen("win fence"); err != nil {
 		w.mu.Unlock()
@@ -103,6 +106,9 @@ func (w *Win) Fence(assert int) error {
 
 // Lock starts a passive-target epoch to target.
 func (w *Win) Lock(lt LockType, target, assert int) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win lock"
 	if lt != LockExclusive && lt != LockShared {
 		return winErr(op, pt2pt.ErrLockType, "lock type %d", lt)
@@ -183,6 +189,9 @@ func backoff(try int) {
 // Unlock ends the passive-target epoch to target: every operation to it
 // is complete there, then the lock is released.
 func (w *Win) Unlock(target int) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win unlock"
 	w.mu.Lock()
 	err := w.checkOpen(op)
@@ -226,6 +235,9 @@ func (w *Win) releaseLock(target int, lt LockType) error {
 
 // LockAll starts a shared passive-target epoch to every rank.
 func (w *Win) LockAll(assert int) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win lock_all"
 	w.mu.Lock()
 	err := w.checkOpen(op)
@@ -259,6 +271,9 @@ func (w *Win) LockAll(assert int) error {
 
 // UnlockAll ends LockAll's epoch.
 func (w *Win) UnlockAll() error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win unlock_all"
 	w.mu.Lock()
 	err := w.checkOpen(op)
@@ -303,6 +318,9 @@ func (w *Win) passive(op string, target int) error {
 
 // Flush completes every operation to target, at target.
 func (w *Win) Flush(target int) error {
+	if w == nil {
+		return errNilWin
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.passive("win flush", target); err != nil {
@@ -313,6 +331,9 @@ func (w *Win) Flush(target int) error {
 
 // FlushAll completes every operation, at its target.
 func (w *Win) FlushAll() error {
+	if w == nil {
+		return errNilWin
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.passive("win flush_all", -1); err != nil {
@@ -324,6 +345,9 @@ func (w *Win) FlushAll() error {
 // FlushLocal completes every operation to target at this rank: origin
 // buffers may be reused, gets' data are in.
 func (w *Win) FlushLocal(target int) error {
+	if w == nil {
+		return errNilWin
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.passive("win flush_local", target); err != nil {
@@ -334,6 +358,9 @@ func (w *Win) FlushLocal(target int) error {
 
 // FlushLocalAll is FlushLocal for every target.
 func (w *Win) FlushLocalAll() error {
+	if w == nil {
+		return errNilWin
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.passive("win flush_local_all", -1); err != nil {
@@ -388,6 +415,9 @@ func (w *Win) settle(target int) {
 
 // Post opens an exposure epoch to the ranks of group (PSCW).
 func (w *Win) Post(group []int, assert int) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win post"
 	w.mu.Lock()
 	err := w.checkOpen(op)
@@ -417,6 +447,9 @@ func (w *Win) Post(group []int, assert int) error {
 
 // Start opens an access epoch to the ranks of group, once each has posted.
 func (w *Win) Start(group []int, assert int) error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win start"
 	w.mu.Lock()
 	err := w.checkOpen(op)
@@ -448,6 +481,9 @@ func (w *Win) Start(group []int, assert int) error {
 // Complete ends the access epoch: its operations are complete at their
 // targets, and each target is told.
 func (w *Win) Complete() error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win complete"
 	w.mu.Lock()
 	err := w.checkOpen(op)
@@ -477,6 +513,9 @@ func (w *Win) Complete() error {
 // Wait ends the exposure epoch once every origin of its group has
 // completed.
 func (w *Win) Wait() error {
+	if w == nil {
+		return errNilWin
+	}
 	const op = "win wait"
 	w.mu.Lock()
 	err := w.checkOpen(op)

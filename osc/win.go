@@ -106,6 +106,9 @@ type Options struct {
 	Unit int
 }
 
+// errNilWin is the error of a call on a nil window.
+var errNilWin = &pt2pt.OpError{Op: "win", Class: pt2pt.ErrWin, Err: fmt.Errorf("nil window")}
+
 func winErr(op string, class error, format string, args ...any) error {
 	return &pt2pt.OpError{Op: op, Class: class, Err: fmt.Errorf(format, args...)}
 }
@@ -248,6 +251,9 @@ func (w *Win) release() {
 // Free ends the window (collective): it waits for every rank to finish
 // its accesses, then releases the memory and keys.
 func (w *Win) Free() error {
+	if w == nil {
+		return errNilWin
+	}
 	w.mu.Lock()
 	if w.freed {
 		w.mu.Unlock()

@@ -134,20 +134,36 @@ func (c *Comm) WinCreateDynamic() (*Win, error) {
 
 // Address is buf's address, the displacement of its first element in a
 // dynamic window (MPI_Get_address).
-func Address(buf Buffer) int { return int(uintptr(buf.mem().Ptr)) }
+func Address(buf Buffer) int {
+	if buf == nil {
+		return 0
+	}
+	return int(uintptr(buf.mem().Ptr))
+}
 
 // Attach exposes buf in a dynamic window (local).
 func (w *Win) Attach(buf Buffer) error {
+	if err := checkBuf("win attach", buf); err != nil {
+		return err
+	}
 	m := buf.mem()
-	return face(w.w.Attach(osc.Origin{Ptr: m.Ptr, Len: m.Len, GoMem: m.Kind == pt2pt.Host, Device: m.Kind == pt2pt.Device}))
+	return face(w.o().Attach(osc.Origin{Ptr: m.Ptr, Len: m.Len, GoMem: m.Kind == pt2pt.Host, Device: m.Kind == pt2pt.Device}))
 }
 
 // Detach withdraws buf from a dynamic window.
-func (w *Win) Detach(buf Buffer) error { return face(w.w.Detach(buf.mem().Ptr)) }
+func (w *Win) Detach(buf Buffer) error {
+	if err := checkBuf("win detach", buf); err != nil {
+		return err
+	}
+	return face(w.o().Detach(buf.mem().Ptr))
+}
 
 // Free ends the window (collective).
 func (w *Win) Free() error {
-	err := face(w.w.Free())
+	err := face(w.o().Free())
+	if w == nil || err != nil {
+		return err
+	}
 	if ferr := w.comm.Free(); err == nil {
 		err = ferr
 	}
@@ -160,8 +176,19 @@ func (w *Win) Free() error {
 
 // Size is this rank's window size in bytes, and DispUnit its displacement
 // unit.
-func (w *Win) Size() int     { return w.w.Size() }
-func (w *Win) DispUnit() int { return w.w.Unit() }
+func (w *Win) Size() int {
+	if w == nil {
+		return 0
+	}
+	return w.w.Size()
+}
+
+func (w *Win) DispUnit() int {
+	if w == nil {
+		return 0
+	}
+	return w.w.Unit()
+}
 
 // Comm is the window's communicator (its own duplicate of the one it was
 // made over, with the same ranks).
@@ -294,6 +321,9 @@ func sharedSegment(op string, c *Comm, bytes, unit int) (*shm.Segment, []sharedP
 // displacement unit.
 func SharedQuery[T Elem](w *Win, rank int) ([]T, int, error) {
 	const op = "win shared_query"
+	if w == nil {
+		return nil, 0, &Error{Op: op, Class: ErrWin, Err: fmt.Errorf("nil window")}
+	}
 	if w.seg == nil {
 		return nil, 0, &Error{Op: op, Class: ErrRMAFlavor, Err: fmt.Errorf("not a shared window")}
 	}

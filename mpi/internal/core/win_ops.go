@@ -58,7 +58,7 @@ func (w *Win) Put(buf Buffer, target, disp int) error {
 	if err := checkBuf("put", buf); err != nil {
 		return err
 	}
-	return face(w.w.Put(origin(buf), target, disp))
+	return face(w.o().Put(origin(buf), target, disp))
 }
 
 // Get reads target's window at disp into buf; the data are in after the
@@ -70,7 +70,7 @@ func (w *Win) Get(buf Buffer, target, disp int) error {
 	if err := checkBuf("get", buf); err != nil {
 		return err
 	}
-	return face(w.w.Get(origin(buf), target, disp))
+	return face(w.o().Get(origin(buf), target, disp))
 }
 
 // accHost is b's host bytes, or an error for device buffers (accumulates
@@ -101,7 +101,7 @@ func (w *Win) Accumulate(buf Buffer, target, disp int, op Op) error {
 	if err != nil {
 		return err
 	}
-	return face(w.w.Accumulate(b, nil, buf.Type().t, a, target, disp))
+	return face(w.o().Accumulate(b, nil, buf.Type().t, a, target, disp))
 }
 
 // GetAccumulate is Accumulate that also returns the target's previous
@@ -126,7 +126,7 @@ func (w *Win) GetAccumulate(buf, result Buffer, target, disp int, op Op) error {
 			return &Error{Op: name, Class: ErrType, Err: fmt.Errorf("origin of %v, result of %v", buf.Type(), result.Type())}
 		}
 	}
-	return face(w.w.Accumulate(b, r, result.Type().t, a, target, disp))
+	return face(w.o().Accumulate(b, r, result.Type().t, a, target, disp))
 }
 
 func bytesOf[T Elem](v *T) []byte {
@@ -148,51 +148,60 @@ func CompareAndSwap[T Elem](w *Win, value, compare T, target, disp int) (T, erro
 	if target == ProcNull {
 		return old, nil
 	}
-	err := w.w.CompareAndSwap(bytesOf(&value), bytesOf(&compare), bytesOf(&old), dtypeOf[T](), target, disp)
+	err := w.o().CompareAndSwap(bytesOf(&value), bytesOf(&compare), bytesOf(&old), dtypeOf[T](), target, disp)
 	return old, face(err)
 }
 
 // Fence synchronizes the whole window: it completes every operation of
 // the fence epoch it ends and opens the next (unless ModeNoSucceed).
-func (w *Win) Fence(assert int) error { return face(w.w.Fence(assert)) }
+func (w *Win) Fence(assert int) error { return face(w.o().Fence(assert)) }
 
 // Lock starts a passive-target epoch to target (shared or exclusive).
 func (w *Win) Lock(lt LockType, target, assert int) error {
-	return face(w.w.Lock(lt, target, assert))
+	return face(w.o().Lock(lt, target, assert))
 }
 
 // Unlock ends it: every operation to target is complete there.
-func (w *Win) Unlock(target int) error { return face(w.w.Unlock(target)) }
+func (w *Win) Unlock(target int) error { return face(w.o().Unlock(target)) }
 
 // LockAll starts a shared passive-target epoch to every rank.
-func (w *Win) LockAll(assert int) error { return face(w.w.LockAll(assert)) }
+func (w *Win) LockAll(assert int) error { return face(w.o().LockAll(assert)) }
 
 // UnlockAll ends LockAll's epoch.
-func (w *Win) UnlockAll() error { return face(w.w.UnlockAll()) }
+func (w *Win) UnlockAll() error { return face(w.o().UnlockAll()) }
 
 // Flush completes every operation to target at target, within a
 // passive-target epoch.
-func (w *Win) Flush(target int) error { return face(w.w.Flush(target)) }
+func (w *Win) Flush(target int) error { return face(w.o().Flush(target)) }
 
 // FlushAll is Flush for every target.
-func (w *Win) FlushAll() error { return face(w.w.FlushAll()) }
+func (w *Win) FlushAll() error { return face(w.o().FlushAll()) }
 
 // FlushLocal completes every operation to target locally: origin buffers
 // may be reused and gets' data are in.
-func (w *Win) FlushLocal(target int) error { return face(w.w.FlushLocal(target)) }
+func (w *Win) FlushLocal(target int) error { return face(w.o().FlushLocal(target)) }
 
 // FlushLocalAll is FlushLocal for every target.
-func (w *Win) FlushLocalAll() error { return face(w.w.FlushLocalAll()) }
+func (w *Win) FlushLocalAll() error { return face(w.o().FlushLocalAll()) }
 
 // Post opens an exposure epoch to the ranks (of the window's
 // communicator) in group.
-func (w *Win) Post(group []int, assert int) error { return face(w.w.Post(group, assert)) }
+func (w *Win) Post(group []int, assert int) error { return face(w.o().Post(group, assert)) }
 
 // Start opens an access epoch to the ranks in group, once each has posted.
-func (w *Win) Start(group []int, assert int) error { return face(w.w.Start(group, assert)) }
+func (w *Win) Start(group []int, assert int) error { return face(w.o().Start(group, assert)) }
 
 // Complete ends the access epoch Start opened.
-func (w *Win) Complete() error { return face(w.w.Complete()) }
+func (w *Win) Complete() error { return face(w.o().Complete()) }
 
 // Wait ends the exposure epoch Post opened, once its origins completed.
-func (w *Win) Wait() error { return face(w.w.Wait()) }
+func (w *Win) Wait() error { return face(w.o().Wait()) }
+
+// o is the window package osc holds (nil for a nil Win, whose calls then
+// fail with ErrWin).
+func (w *Win) o() *osc.Win {
+	if w == nil {
+		return nil
+	}
+	return w.w
+}

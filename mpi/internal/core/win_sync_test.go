@@ -183,6 +183,9 @@ func rmaErrors(c *Comm) error {
 		{"user op", w.Accumulate(Slice([]int64{1}), me, 0, NewOp(func(in, inout []int64) {}, true)), ErrOp},
 		{"band on floats", w.Accumulate(Slice([]float64{1}), me, 0, Band), ErrOp},
 		{"fence inside lock", w.Fence(0), ErrRMASync},
+		{"free inside lock", w.Free(), ErrRMASync},
+		{"put on a nil window", (*Win)(nil).Put(Slice([]int64{1}), me, 0), ErrWin},
+		{"lock on a nil window", (*Win)(nil).Lock(LockShared, me, 0), ErrWin},
 	}
 	for _, ch := range more {
 		if !isClass(ch.err, ch.class) {

@@ -378,3 +378,11 @@ func accGetAcc(c *Comm) error {
 	}
 	return w.Free()
 }
+
+// TestRMADeviceGPU: windows over device memory on real GPUs (gpu_rma).
+func TestRMADeviceGPU(t *testing.T) {
+	needGPU(t)
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("np%d", n), func(t *testing.T) { runJob(t, "gpu_rma", n) })
+	}
+}
