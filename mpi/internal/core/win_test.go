@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 )
 
 func init() {
@@ -11,6 +12,8 @@ func init() {
 	scenarios["rma-lock-get"] = rmaLockGet
 	scenarios["rma-fetch-counter"] = rmaFetchCounter
 	scenarios["rma-cas-mutex"] = rmaCASMutex
+	scenarios["rma-exclusive"] = rmaExclusive
+	scenarios["rma-acc-contended"] = rmaAccContended
 	scenarios["rma-accumulate"] = rmaAccumulate
 	scenarios["rma-pscw"] = rmaPSCW
 	scenarios["rma-dynamic"] = rmaDynamic
@@ -385,4 +388,95 @@ func TestRMADeviceGPU(t *testing.T) {
 	for _, n := range []int{1, 2} {
 		t.Run(fmt.Sprintf("np%d", n), func(t *testing.T) { runJob(t, "gpu_rma", n) })
 	}
+}
+
+// rmaExclusive: an exclusive lock makes a read-modify-write of rank 0's
+// counter (get, flush, put) safe from every other rank's; shared locks
+// taken meanwhile see whole updates only.
+func rmaExclusive(c *Comm) error {
+	const k = 15
+	me, n := c.Rank(), c.Size()
+	w, mem, err := WinAllocate[int64](c, 1)
+	if err != nil {
+		return err
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	for i := 0; i < k; i++ {
+		if err := w.Lock(LockExclusive, 0, 0); err != nil {
+			return err
+		}
+		v := []int64{0}
+		if err := w.Get(Slice(v), 0, 0); err != nil {
+			return err
+		}
+		if err := w.Flush(0); err != nil {
+			return err
+		}
+		v[0]++
+		// Hold the lock a while, so that an exclusion that did not hold
+		// would show as lost increments.
+		time.Sleep(300 * time.Microsecond)
+		if err := w.Put(Slice(v), 0, 0); err != nil {
+			return err
+		}
+		if err := w.Unlock(0); err != nil {
+			return err
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	if me == 0 && mem[0] != int64(k*n) {
+		return errorf("counter %d after %d exclusive increments", mem[0], k*n)
+	}
+	return w.Free()
+}
+
+// rmaAccContended: every rank adds to the same int16 and float64 elements
+// of rank 0 many times in one passive epoch, so that the locked and the
+// compare-and-swap paths meet concurrent updates; none is lost.
+func rmaAccContended(c *Comm) error {
+	const k = 300
+	me, n := c.Rank(), c.Size()
+	w16, m16, err := WinAllocate[int16](c, 1)
+	if err != nil {
+		return err
+	}
+	w64, m64, err := WinAllocate[float64](c, 1)
+	if err != nil {
+		return err
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	for _, w := range []*Win{w16, w64} {
+		if err := w.LockAll(0); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < k; i++ {
+		if err := w16.Accumulate(Slice([]int16{1}), 0, 0, Sum); err != nil {
+			return err
+		}
+		if err := w64.Accumulate(Slice([]float64{0.5}), 0, 0, Sum); err != nil {
+			return err
+		}
+	}
+	for _, w := range []*Win{w16, w64} {
+		if err := w.UnlockAll(); err != nil {
+			return err
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	if me == 0 && (m16[0] != int16(k*n) || m64[0] != float64(k*n)/2) {
+		return errorf("contended sums %d and %v, want %d and %v", m16[0], m64[0], k*n, float64(k*n)/2)
+	}
+	if err := w16.Free(); err != nil {
+		return err
+	}
+	return w64.Free()
 }
