@@ -15,8 +15,9 @@
 // windows, the table of attached regions that origins read with a get.
 // Everything a target does for an origin is done by UCX, so passive
 // target needs no message from the target, only (on transports without
-// hardware RMA) the target's UCX progress, which any call into gompix
-// makes.
+// hardware RMA for the memory, such as Go memory between processes of a
+// node) the target's UCX progress: its blocking calls make it, though a
+// shared-memory collective's wait makes it only now and then.
 //
 // Accumulate atomicity (MPI: element-wise atomic with respect to other
 // accumulates of the same type on the same location):
