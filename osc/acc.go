@@ -181,7 +181,7 @@ func (w *Win) locked(p *peer, f func() error) error {
 		if old == 0 {
 			break
 		}
-		backoff(try)
+		w.backoff(try)
 	}
 	err := f()
 	if _, rerr := w.t.Atomic(p.ctrlKey, ucx.AtomicSwap, 8, 0, 0, true, p.ctrl+ctrlAccLock); err == nil {

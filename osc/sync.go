@@ -167,14 +167,18 @@ func (w *Win) acquire(target int, lt LockType) error {
 				return err
 			}
 		}
-		backoff(try)
+		w.backoff(try)
 	}
 }
 
 // backoff waits before another try at a lock word: a few yields, then
 // sleeps growing to 100 µs, so that contending ranks let the holder (and
-// the target's progress) run.
-func backoff(try int) {
+// the target's progress) run. It progresses this rank's worker first: a
+// rank spinning on a lock word of its own window gets its answers from
+// the self transport at once, without progress, while the holder's
+// operations on this rank's memory may be waiting for it.
+func (w *Win) backoff(try int) {
+	w.t.Progress()
 	if try < 8 {
 		runtime.Gosched()
 		return
