@@ -132,6 +132,10 @@ type Options struct {
 	TestCalls        int    // -t for nonblocking collectives
 	NCCLBandwidth    bool   // --nccl-bw: nccl-tests algbw/busbw columns
 	Format           string // --format: FormatText (default), FormatJSON or FormatCSV
+	// WinOption and SyncOption are the one-sided benchmarks' -w and -s
+	// (rma.go): how the window is made and how epochs synchronize.
+	WinOption  winOption
+	SyncOption syncOption
 	// TailPercentiles are the percentiles -z prints (nil: no -z).
 	TailPercentiles []int
 	Help, Version   bool
@@ -204,6 +208,8 @@ var allOpts = []optSpec{
 	{'I', "session", noArg},
 	{'l', "in-place", noArg},
 	{'z', "tail-lat", optArg},
+	{'w', "win-options", reqArg},
+	{'s', "sync-option", reqArg},
 	{0, "nccl-bw", noArg},
 	{0, "format", reqArg},
 }
@@ -320,6 +326,8 @@ func defaults(b *Benchmark) Options {
 	case kindBandwidth, kindMsgRate:
 		o.Iterations, o.Skip = bwLoopSmall, bwSkipSmall
 		o.IterationsLarge, o.SkipLarge = bwLoopLarge, bwSkipLarge
+	case kindOneSided:
+		oneSidedDefaults(b, &o)
 	case kindCollective, kindNonblocking:
 		o.MaxSize = maxMsgSizeColl
 		o.Iterations, o.Skip = collLoopSmall, collSkipSmall
@@ -426,6 +434,8 @@ func (o *Options) apply(b *Benchmark, s optSpec, opt, arg string, hasArg bool) e
 		}
 	case 'T', 'd', 'R', 'b', 'k':
 		return o.applyWord(s.short, opt, arg)
+	case 'w', 's':
+		return o.applyOneSided(s.short, opt, arg)
 	case 'z':
 		return o.setTailPercentiles(b, opt, arg, hasArg)
 	case 'a':

@@ -50,7 +50,7 @@ func (b *Benchmark) Name() string { return b.name }
 func (b *Benchmark) Binary() string { return "osu_" + b.name }
 
 func (b *Benchmark) pt2pt() bool {
-	return b.kind == kindLatency || b.kind == kindBandwidth || b.kind == kindMsgRate
+	return b.kind == kindLatency || b.kind == kindBandwidth || b.kind == kindMsgRate || b.kind == kindOneSided
 }
 
 func (b *Benchmark) optstring() string { return b.opts }

@@ -78,6 +78,9 @@ func Run(c *mpi.Comm, b *Benchmark, o *Options, out, stderr io.Writer) error {
 	if err := checkRanks(b, o, n); err != nil {
 		return err
 	}
+	if b.kind == kindOneSided {
+		return runOneSided(c, b, o, out)
+	}
 	if err := checkPlacement(o); err != nil {
 		return err
 	}
@@ -255,6 +258,8 @@ var helpText = map[byte]string{
 	'v': "print version info",
 	'f': "print full format listing (MIN/MAX latency and ITERATIONS\n  displayed in addition to AVERAGE latency)",
 	'm': "[MIN:]MAX - set the minimum and/or the maximum message size to MIN and/or MAX\n  bytes respectively. Examples:\n  -m 128      // min = default, max = 128\n  -m 2:128    // min = 2, max = 128\n  -m 2:       // min = 2, max = default",
+	'w': "TYPE - window creation: create, allocate or dynamic (one-sided; default allocate)",
+	's': "TYPE - synchronization: lock, flush, flush_local, lock_all, pscw or fence (one-sided; default flush)",
 	'W': "SIZE - set number of messages to send before synchronization (default 64)",
 	't': "CALLS - set the number of MPI_Test() calls during the dummy computation",
 	'i': "ITER - number of iterations for timing",

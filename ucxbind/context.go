@@ -42,6 +42,9 @@ type ContextParams struct {
 	// the trampoline exists (fastcall.go): a switch for comparisons and a
 	// way out should the trampoline misbehave somewhere.
 	CgoCalls bool
+	// RMA asks for UCP's one-sided features (put, get, 32- and 64-bit
+	// atomics), which MemMap, Put, Get and Atomic need.
+	RMA bool
 }
 
 // Context is a UCP application context (ucp_context_h).
@@ -54,11 +57,14 @@ type Context struct {
 // NewContext initialises UCP with the tag-matching feature.
 func NewContext(p ContextParams) (*Context, error) {
 	var h C.ucp_context_h
-	w := 0
+	w, rma := 0, 0
 	if p.Wakeup {
 		w = 1
 	}
-	if st := C.gx_context_create(C.int(w), C.uint64_t(p.EstimatedEndpoints), &h); st != 0 {
+	if p.RMA {
+		rma = 1
+	}
+	if st := C.gx_context_create(C.int(w), C.int(rma), C.uint64_t(p.EstimatedEndpoints), &h); st != 0 {
 		return nil, statusErr("ucp_init", st)
 	}
 	return &Context{h: h, wakeup: p.Wakeup, cgoCalls: p.CgoCalls}, nil

@@ -10,7 +10,7 @@ static void gx_req_init(void *request) {
     memset(request, 0, sizeof(gx_req));
 }
 
-int gx_context_create(int wakeup, uint64_t est_eps, ucp_context_h *out) {
+int gx_context_create(int wakeup, int rma, uint64_t est_eps, ucp_context_h *out) {
     ucp_config_t *cfg;
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK) return st;
@@ -19,6 +19,7 @@ int gx_context_create(int wakeup, uint64_t est_eps, ucp_context_h *out) {
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
                    UCP_PARAM_FIELD_REQUEST_INIT | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     p.features = UCP_FEATURE_TAG | (wakeup ? UCP_FEATURE_WAKEUP : 0);
+    if (rma) p.features |= UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     p.request_size = sizeof(gx_req);
     p.request_init = gx_req_init;
     p.mt_workers_shared = 0;

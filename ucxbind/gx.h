@@ -51,6 +51,12 @@ typedef struct gx_fcargs {
     int32_t   mode;
     int32_t   memtype;
     int32_t   spins;
+    /* One-sided calls (gx_rma.c): the remote address and its key, and an
+     * atomic's operands (value; swap for a compare-and-swap). */
+    uint64_t  raddr;
+    uintptr_t rkey;
+    uint64_t  value;
+    uint64_t  swap;
 } gx_fcargs;
 typedef struct gx_wstate {
     gx_result res;
@@ -67,7 +73,8 @@ typedef struct gx_probe {
     void    *msg; /* message handle when probed with remove */
 } gx_probe;
 
-int  gx_context_create(int wakeup, uint64_t est_eps, ucp_context_h *out);
+/* rma adds UCP's RMA and 32/64-bit atomic features (gx_rma.c). */
+int  gx_context_create(int wakeup, int rma, uint64_t est_eps, ucp_context_h *out);
 uint64_t gx_context_memory_types(ucp_context_h ctx);
 int  gx_worker_create(ucp_context_h ctx, int wakeup, ucp_worker_h *out);
 int  gx_worker_address(ucp_worker_h w, void **addr, size_t *len);

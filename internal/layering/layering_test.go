@@ -73,7 +73,9 @@ var allowed = map[string][]string{
 
 	// mpi is the face applications see; mpi/internal/core, the runtime
 	// under it, wires the layers below.
-	"mpi/internal/core": {"stream", "coll", "pt2pt", "internal/", "kernels"},
+	"mpi/internal/core": {"stream", "coll", "pt2pt", "internal/", "kernels", "osc"},
+	// osc: one-sided communication (windows) over pt2pt/ucx's RMA calls.
+	"osc": {"pt2pt", "internal/dtype"},
 }
 
 // cgoAllowed are the only packages that may say import "C" (internal/pmix

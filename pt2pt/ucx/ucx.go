@@ -186,7 +186,7 @@ func New(ctx context.Context, cfg Config) (*Transport, error) {
 		}
 	}
 	var err error
-	if t.ctx, err = ucxbind.NewContext(ucxbind.ContextParams{Wakeup: true, EstimatedEndpoints: cfg.Size, CgoCalls: cfg.CgoCalls}); err != nil {
+	if t.ctx, err = ucxbind.NewContext(ucxbind.ContextParams{Wakeup: true, EstimatedEndpoints: cfg.Size, CgoCalls: cfg.CgoCalls, RMA: true}); err != nil {
 		return nil, err
 	}
 	if t.w, err = t.ctx.NewWorker(); err != nil {
